@@ -1,0 +1,30 @@
+#!/bin/sh
+# The whole test suite: builds inferno twice — optimized, and with
+# AddressSanitizer + UndefinedBehaviorSanitizer — and runs every test in
+# both builds. Ends with the combined "N passed, N failed" line.
+set -u
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+pass=0
+fail=0
+for variant in plain san; do
+    if [ "$variant" = san ]; then args="SAN=1"; build=build-san; else args=""; build=build; fi
+    echo "== $variant build ($build)"
+    if ! make -s -j"$JOBS" $args tests >/dev/null; then
+        make -j1 $args tests 2>&1 | tail -n 30
+        echo "build failed: $variant"
+        fail=$((fail + 1))
+        continue
+    fi
+    out=$(mktemp)
+    BUILD=$build ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        sh scripts/run-tests.sh | tee "$out"
+    line=$(tail -n 1 "$out")
+    rm -f "$out"
+    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    pass=$((pass + ${p:-0}))
+    fail=$((fail + ${f:-1}))
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Installs what building and testing inferno needs on a Debian machine
+# (compiler, make, cJSON, utf8proc), skipping what is already there.
+set -eu
+PKGS="gcc make libc6-dev libcjson-dev libutf8proc-dev"
+missing=""
+for p in $PKGS; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "installing:$missing" >&2
+$SUDO apt-get update -qq >/dev/null
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null

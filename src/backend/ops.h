@@ -1,0 +1,148 @@
+/*
+ * ops.h — the backend: a table of operations the Qwen3 forward pass is
+ * written against.
+ *
+ * Every op has a scalar reference implementation (ref.c) that is always
+ * compiled and is the correctness oracle. A faster backend starts from the
+ * reference table and overrides only what it does better; the model code
+ * never changes. Every op receives the table it was called through (self),
+ * so a backend can reach its own state (thread pool, ...) and the tracing
+ * wrapper (trace.c) can forward to the table it wraps.
+ *
+ * Numerics follow llama.cpp so logits agree with it: a matrix product
+ * first rounds the f32 activations to the weight's dot type — Q8_0 blocks
+ * for Q8_0 weights (then an integer dot per block), f16 for F16 weights,
+ * bf16 for BF16 weights — and accumulates in f32 (the reference sums the
+ * f32/f16/bf16 products in double, as ggml's generic path: see ref.c).
+ *
+ * Layouts (row-major, innermost last):
+ *   activations   x[n_tok][dim] f32
+ *   weight        W[rows][cols] in its dtype; y = x · W^T gives y[n_tok][rows]
+ *   q             [n_tok][n_head][head_dim]
+ *   KV cache      K[pos][n_head_kv][head_dim], V likewise, f32 or f16,
+ *                 rows `kv_stride` elements apart
+ */
+#ifndef INF_OPS_H
+#define INF_OPS_H
+
+#include "inferno.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A 2-D weight matrix as stored in the file. */
+typedef struct inf_weight {
+    const char *name;  /* tensor name, for errors and traces */
+    inf_dtype type;
+    int64_t rows;      /* output features (GGUF ne[1]) */
+    int64_t cols;      /* input features  (GGUF ne[0]) */
+    size_t row_bytes;  /* bytes of one row */
+    const void *data;  /* rows * row_bytes */
+} inf_weight;
+
+/* One layer's K or V cache as the attention ops read it. */
+typedef struct inf_kv_view {
+    void *data;         /* [n_ctx][n_head_kv][head_dim] of type */
+    inf_kv_type type;
+    size_t pos_stride;  /* elements between consecutive positions (n_head_kv*head_dim) */
+} inf_kv_view;
+
+/* Geometry of one attention call. Query token i (0-based in this call) sits
+ * at position pos0 + i and attends to cached positions 0 ..= pos0 + i. */
+typedef struct inf_attn_shape {
+    int n_tok;
+    int pos0;
+    int n_head;
+    int n_head_kv;  /* query head h uses KV head h / (n_head / n_head_kv) */
+    int head_dim;
+    float scale;    /* 1/sqrt(head_dim) */
+} inf_attn_shape;
+
+typedef struct inf_ops inf_ops;
+
+struct inf_ops {
+    const char *name; /* "ref", "avx2", "avx512", "trace(...)" */
+
+    /* y[n][w->rows] = x[n][w->cols] · W^T. scratch holds the rounded
+     * activations: at least n * w->cols * sizeof(float) bytes, 64-aligned. */
+    void (*matmul)(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
+                   void *scratch);
+
+    /* y[r] = x[r] * w / sqrt(mean(x[r]^2) + eps) for each of n_rows rows of
+     * length dim; y may alias x. Used for the block norms (dim = n_embd)
+     * and for QK-norm (rows = heads, dim = head_dim). */
+    void (*rmsnorm)(const inf_ops *self, float *y, const float *x, const float *w, int n_rows,
+                    int dim, float eps);
+
+    /* NeoX RoPE in place on x[n_tok][n_heads][head_dim]: dims i and
+     * i + head_dim/2 rotate by pos * base^(-2i/head_dim), pos = pos0 + token. */
+    void (*rope_neox)(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim,
+                      int pos0, float freq_base);
+
+    /* out[i] = silu(gate[i]) * up[i]; out may alias gate. */
+    void (*swiglu)(const inf_ops *self, float *out, const float *gate, const float *up, size_t n);
+
+    /* y[i] += x[i] */
+    void (*add)(const inf_ops *self, float *y, const float *x, size_t n);
+
+    /* out[t][cols] = row ids[t] of emb, dequantized to f32. */
+    void (*embed)(const inf_ops *self, const inf_weight *emb, const int32_t *ids, int n, float *out);
+
+    /* Stores k and v ([n_tok][n_head_kv][head_dim] f32) at positions
+     * pos0 .. pos0+n_tok-1 of the caches, converting to the cache type. */
+    void (*kv_store)(const inf_ops *self, const inf_kv_view *k_cache, const inf_kv_view *v_cache,
+                     const float *k, const float *v, int n_tok, int pos0, int n_kv_dim);
+
+    /* Decode attention for one token (shape->n_tok == 1): fused, one pass over
+     * the cached rows per head with an online softmax.
+     * q[n_head][head_dim] -> out[n_head][head_dim]. */
+    void (*attn_decode)(const inf_ops *self, const inf_attn_shape *shape, const float *q,
+                        const inf_kv_view *k, const inf_kv_view *v, float *out);
+
+    /* Prefill attention (flash): keys/values in tiles of 64, running max,
+     * sum and output per query row; the causal mask is a loop bound.
+     * q[n_tok][n_head][head_dim] -> out[n_tok][n_head][head_dim]. */
+    void (*attn_prefill)(const inf_ops *self, const inf_attn_shape *shape, const float *q,
+                         const inf_kv_view *k, const inf_kv_view *v, float *out);
+
+    /* Index of the largest value; ties go to the lowest index. */
+    int (*argmax)(const inf_ops *self, const float *x, int n);
+};
+
+/* The scalar reference table (always compiled). */
+const inf_ops *inf_ops_ref(void);
+
+/* Materialized attention: the full score matrix, masked, softmaxed, times V.
+ * A test reference only; same contract as attn_prefill. Allocates the
+ * n_tok x (pos0 + n_tok) score matrix: INF_ERR_NOMEM when that fails. */
+inf_status inf_attn_materialized(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
+                                 const inf_kv_view *v, float *out);
+
+/* ---- The tracing wrapper (trace.c) -------------------------------------
+ * A table whose every op forwards to `inner` and records, per op, the calls,
+ * the time spent (CLOCK_MONOTONIC) and estimates of the bytes moved and the
+ * flops done, so a report can show GB/s and GFLOP/s. The counters are
+ * relaxed atomics: ops may be called from any thread. */
+
+typedef struct inf_op_stats {
+    uint64_t calls;
+    uint64_t total_ns;
+    uint64_t bytes; /* estimated bytes read + written (weights, activations, cache) */
+    uint64_t flops; /* estimated floating-point (or integer dot) operations; 0 if not counted */
+} inf_op_stats;
+
+/* NULL when out of memory. inner must outlive the wrapper. */
+inf_ops *inf_ops_trace_new(const inf_ops *inner);
+/* A table sorted by time: op, calls, total ms, share %, ms/call, GB/s, GFLOP/s.
+ * Does nothing when `traced` is not a table from inf_ops_trace_new. */
+void inf_ops_trace_print(const inf_ops *traced, FILE *out);
+/* Counters of one op by its field name ("matmul", "attn_prefill", ...);
+ * false when the name is unknown or `traced` is not a trace table. */
+bool inf_ops_trace_get(const inf_ops *traced, const char *op, inf_op_stats *out);
+/* Zeroes all counters (e.g. after a warm-up). */
+void inf_ops_trace_reset(inf_ops *traced);
+void inf_ops_trace_free(inf_ops *traced);
+
+#endif /* INF_OPS_H */

@@ -1,0 +1,384 @@
+/*
+ * ref.c — the scalar reference backend: one plain C implementation of every
+ * op in ops.h. It is always compiled, it is what every faster backend is
+ * tested against, and a faster backend starts from a copy of this table and
+ * overrides only the ops it does better.
+ *
+ * Numerics follow the scalar (generic) paths of ggml's CPU backend, so the
+ * forward pass reproduces llama.cpp's logits to float rounding:
+ *   - matmul rounds the activations to the weight's dot type first (Q8_0
+ *     blocks for Q8_0, f16 for F16, bf16 for BF16, none for F32).
+ *     Q8_0: an int32 dot of the int8 quants per block, scaled by
+ *     d_w * d_x (both f16 -> f32) and summed over blocks in f32, exactly as
+ *     ggml_vec_dot_q8_0_q8_0. F32/F16/BF16: each product is formed in f32
+ *     (exact for f16 x f16 and bf16 x bf16) and the products are summed in
+ *     double, as ggml's generic ggml_vec_dot_{f32,f16,bf16} do with
+ *     ggml_float. ggml's SIMD paths sum in several f32 lanes instead; the
+ *     two differ by ~1e-7 relative, and the double sum is the better oracle.
+ *   - rmsnorm sums squares in double, scale = 1/sqrtf(mean + eps), then
+ *     y = (x * scale) * w, as ggml_rms_norm followed by ggml_mul.
+ *   - rope: theta starts at (float)pos and is multiplied by
+ *     theta_scale = powf(base, -2/head_dim) once per pair, in f32, with
+ *     cosf/sinf of it (ggml's rope cache). At large positions this float
+ *     recurrence differs from the exact angle by ~1e-3 rad; matching it is
+ *     what matches llama.cpp.
+ *   - attention (all three forms) computes q·k like the f32 matmul (double
+ *     sum), scales by `scale`, and takes exp in f32. An f16 KV cache is read
+ *     as f32 values; q is not rounded (llama.cpp rounds q to f16 there, and
+ *     its flash path even accumulates V in f16: we keep the better numbers).
+ */
+#include "backend/ops.h"
+#include "core/common.h"
+#include "core/dtype.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ row dots */
+
+/* Σ w[i]*x[i], each product in f32, summed in double (ggml_vec_dot_f32). */
+static float dot_f32(const float *w, const float *x, int64_t n) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(w[i] * x[i]);
+    return (float)sum;
+}
+
+/* f16 weights times f16-rounded activations; products exact in f32. */
+static float dot_f16(const inf_f16 *w, const inf_f16 *x, int64_t n) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(inf_f16_to_f32(w[i]) * inf_f16_to_f32(x[i]));
+    return (float)sum;
+}
+
+/* bf16 weights times bf16-rounded activations; products exact in f32. */
+static float dot_bf16(const inf_bf16 *w, const inf_bf16 *x, int64_t n) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(inf_bf16_to_f32(w[i]) * inf_bf16_to_f32(x[i]));
+    return (float)sum;
+}
+
+/* Q8_0 x Q8_0 over n_blocks blocks: integer dot per block, f32 over blocks. */
+static float dot_q8_0(const inf_block_q8_0 *w, const inf_block_q8_0 *x, int64_t n_blocks) {
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n_blocks; b++) {
+        int32_t sumi = 0;
+        for (int i = 0; i < INF_Q8_0_BLOCK; i++) sumi += (int32_t)w[b].q[i] * (int32_t)x[b].q[i];
+        sum += (float)sumi * (inf_f16_to_f32(w[b].d) * inf_f16_to_f32(x[b].d));
+    }
+    return sum;
+}
+
+/* ------------------------------------------------------------------ ops */
+
+/* y[n][rows] = x[n][cols] · W^T. The activations are first rounded into
+ * scratch ([n][cols] in the dot type, at most n*cols*4 bytes); then each
+ * weight row is read once and dotted with all n activation rows. */
+static void ref_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
+                       void *scratch) {
+    (void)self;
+    const int64_t rows = w->rows, cols = w->cols;
+    const char *wdata = w->data;
+
+    switch (w->type) {
+    case INF_DTYPE_F32:
+        for (int64_t r = 0; r < rows; r++) {
+            const float *wr = (const float *)(wdata + (size_t)r * w->row_bytes);
+            for (int t = 0; t < n; t++) y[(size_t)t * rows + r] = dot_f32(wr, x + (size_t)t * cols, cols);
+        }
+        break;
+    case INF_DTYPE_F16: {
+        inf_f16 *xh = scratch; /* [n][cols] */
+        for (size_t i = 0; i < (size_t)n * (size_t)cols; i++) xh[i] = inf_f32_to_f16(x[i]);
+        for (int64_t r = 0; r < rows; r++) {
+            const inf_f16 *wr = (const inf_f16 *)(wdata + (size_t)r * w->row_bytes);
+            for (int t = 0; t < n; t++) y[(size_t)t * rows + r] = dot_f16(wr, xh + (size_t)t * cols, cols);
+        }
+        break;
+    }
+    case INF_DTYPE_BF16: {
+        inf_bf16 *xb = scratch; /* [n][cols] */
+        for (size_t i = 0; i < (size_t)n * (size_t)cols; i++) xb[i] = inf_f32_to_bf16(x[i]);
+        for (int64_t r = 0; r < rows; r++) {
+            const inf_bf16 *wr = (const inf_bf16 *)(wdata + (size_t)r * w->row_bytes);
+            for (int t = 0; t < n; t++) y[(size_t)t * rows + r] = dot_bf16(wr, xb + (size_t)t * cols, cols);
+        }
+        break;
+    }
+    case INF_DTYPE_Q8_0: {
+        const int64_t n_blocks = cols / INF_Q8_0_BLOCK;
+        inf_block_q8_0 *xq = scratch; /* [n][n_blocks], 34/128 of the f32 size */
+        for (int t = 0; t < n; t++)
+            inf_quantize_row_q8_0(x + (size_t)t * cols, xq + (size_t)t * n_blocks, cols);
+        for (int64_t r = 0; r < rows; r++) {
+            const inf_block_q8_0 *wr = (const inf_block_q8_0 *)(wdata + (size_t)r * w->row_bytes);
+            for (int t = 0; t < n; t++)
+                y[(size_t)t * rows + r] = dot_q8_0(wr, xq + (size_t)t * n_blocks, n_blocks);
+        }
+        break;
+    }
+    }
+}
+
+static void ref_rmsnorm(const inf_ops *self, float *y, const float *x, const float *w, int n_rows,
+                        int dim, float eps) {
+    (void)self;
+    for (int r = 0; r < n_rows; r++) {
+        const float *xr = x + (size_t)r * dim;
+        float *yr = y + (size_t)r * dim;
+        double sum_sq = 0.0;
+        for (int i = 0; i < dim; i++) sum_sq += (double)(xr[i] * xr[i]);
+        const float mean = (float)(sum_sq / dim);
+        const float scale = 1.0f / sqrtf(mean + eps);
+        for (int i = 0; i < dim; i++) yr[i] = xr[i] * scale * w[i]; /* (x * scale) * w */
+    }
+}
+
+static void ref_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim, int pos0,
+                          float freq_base) {
+    (void)self;
+    const int half = head_dim / 2;
+    const float theta_scale = powf(freq_base, -2.0f / (float)head_dim);
+    for (int t = 0; t < n_tok; t++) {
+        float *xt = x + (size_t)t * n_heads * head_dim; /* [n_heads][head_dim] */
+        float theta = (float)(pos0 + t);                /* pos * theta_scale^i, built up in f32 */
+        for (int i = 0; i < half; i++) {
+            const float c = cosf(theta), s = sinf(theta);
+            for (int h = 0; h < n_heads; h++) {
+                float *xh = xt + (size_t)h * head_dim;
+                const float x0 = xh[i], x1 = xh[i + half];
+                xh[i] = x0 * c - x1 * s;
+                xh[i + half] = x0 * s + x1 * c;
+            }
+            theta *= theta_scale;
+        }
+    }
+}
+
+static void ref_swiglu(const inf_ops *self, float *out, const float *gate, const float *up, size_t n) {
+    (void)self;
+    for (size_t i = 0; i < n; i++) {
+        const float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i]; /* silu(g) * up, as ggml_silu_f32 */
+    }
+}
+
+static void ref_add(const inf_ops *self, float *y, const float *x, size_t n) {
+    (void)self;
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+/* ids must be valid rows of emb (the model checks token ids on entry). */
+static void ref_embed(const inf_ops *self, const inf_weight *emb, const int32_t *ids, int n, float *out) {
+    (void)self;
+    for (int t = 0; t < n; t++) {
+        const char *row = (const char *)emb->data + (size_t)ids[t] * emb->row_bytes;
+        inf_dequantize_row(emb->type, row, out + (size_t)t * emb->cols, emb->cols);
+    }
+}
+
+/* Writes src[n_tok][n_kv_dim] at positions pos0.. of one cache. */
+static void store_rows(const inf_kv_view *cache, const float *src, int n_tok, int pos0, int n_kv_dim) {
+    for (int t = 0; t < n_tok; t++) {
+        const float *s = src + (size_t)t * n_kv_dim;
+        const size_t at = (size_t)(pos0 + t) * cache->pos_stride;
+        if (cache->type == INF_KV_F32) {
+            memcpy((float *)cache->data + at, s, (size_t)n_kv_dim * sizeof(float));
+        } else {
+            inf_f16 *d = (inf_f16 *)cache->data + at;
+            for (int i = 0; i < n_kv_dim; i++) d[i] = inf_f32_to_f16(s[i]);
+        }
+    }
+}
+
+static void ref_kv_store(const inf_ops *self, const inf_kv_view *k_cache, const inf_kv_view *v_cache,
+                         const float *k, const float *v, int n_tok, int pos0, int n_kv_dim) {
+    (void)self;
+    store_rows(k_cache, k, n_tok, pos0, n_kv_dim);
+    store_rows(v_cache, v, n_tok, pos0, n_kv_dim);
+}
+
+/* ------------------------------------------------------------------ attention */
+
+/* Offset (in elements) of one head's row at one position of a cache. */
+static size_t kv_offset(const inf_kv_view *c, int pos, int kv_head, int head_dim) {
+    return (size_t)pos * c->pos_stride + (size_t)kv_head * head_dim;
+}
+
+/* q · K[pos][kv_head], products in f32 summed in double (as dot_f32). */
+static float kv_dot(const inf_kv_view *k, int pos, int kv_head, int head_dim, const float *q) {
+    const size_t off = kv_offset(k, pos, kv_head, head_dim);
+    if (k->type == INF_KV_F32) return dot_f32((const float *)k->data + off, q, head_dim);
+    const inf_f16 *kr = (const inf_f16 *)k->data + off;
+    double sum = 0.0;
+    for (int i = 0; i < head_dim; i++) sum += (double)(inf_f16_to_f32(kr[i]) * q[i]);
+    return (float)sum;
+}
+
+/* acc[head_dim] += a * V[pos][kv_head] */
+static void kv_axpy(float *acc, float a, const inf_kv_view *v, int pos, int kv_head, int head_dim) {
+    const size_t off = kv_offset(v, pos, kv_head, head_dim);
+    if (v->type == INF_KV_F32) {
+        const float *vr = (const float *)v->data + off;
+        for (int i = 0; i < head_dim; i++) acc[i] += a * vr[i];
+    } else {
+        const inf_f16 *vr = (const inf_f16 *)v->data + off;
+        for (int i = 0; i < head_dim; i++) acc[i] += a * inf_f16_to_f32(vr[i]);
+    }
+}
+
+static float kv_get(const inf_kv_view *v, int pos, int kv_head, int head_dim, int i) {
+    const size_t off = kv_offset(v, pos, kv_head, head_dim) + (size_t)i;
+    return v->type == INF_KV_F32 ? ((const float *)v->data)[off] : inf_f16_to_f32(((const inf_f16 *)v->data)[off]);
+}
+
+static void scale_row(float *x, float a, int n) {
+    for (int i = 0; i < n; i++) x[i] *= a;
+}
+
+/* Fused decode: one pass over positions 0 ..= pos per head; the running max
+ * m, sum l and output o are rescaled by exp(m_old - m_new) whenever a score
+ * raises the max. The output row itself is the accumulator. (Each row of
+ * shape->n_tok is handled at its own position; the model passes one.) */
+static void ref_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const float *q,
+                            const inf_kv_view *k, const inf_kv_view *v, float *out) {
+    (void)self;
+    const int group = sh->n_head / sh->n_head_kv, hd = sh->head_dim;
+    for (int t = 0; t < sh->n_tok; t++) {
+        const int last = sh->pos0 + t;
+        for (int h = 0; h < sh->n_head; h++) {
+            const size_t row = ((size_t)t * sh->n_head + (size_t)h) * hd;
+            const float *qh = q + row;
+            float *o = out + row; /* [head_dim] accumulator, then result */
+            const int kvh = h / group;
+            float m = -INFINITY, l = 0.0f;
+            memset(o, 0, (size_t)hd * sizeof(float));
+            for (int p = 0; p <= last; p++) {
+                const float s = kv_dot(k, p, kvh, hd, qh) * sh->scale;
+                if (s > m) {
+                    const float corr = expf(m - s); /* 0 on the first key */
+                    l *= corr;
+                    scale_row(o, corr, hd);
+                    m = s;
+                }
+                const float e = expf(s - m);
+                l += e;
+                kv_axpy(o, e, v, p, kvh, hd);
+            }
+            scale_row(o, l > 0.0f ? 1.0f / l : 0.0f, hd);
+        }
+    }
+}
+
+enum { ATTN_TILE = 64 }; /* keys per flash tile */
+
+/* Flash prefill: per query row and head, keys/values in tiles of 64 (at
+ * absolute positions 0, 64, ...). A tile's scores are computed first, then
+ * the state (m, l, o) is rescaled once if the tile raised the max, then the
+ * tile's values are accumulated. Query t sees keys 0 ..= pos0 + t: the
+ * causal mask is the loop bound. */
+static void ref_attn_prefill(const inf_ops *self, const inf_attn_shape *sh, const float *q,
+                             const inf_kv_view *k, const inf_kv_view *v, float *out) {
+    (void)self;
+    const int group = sh->n_head / sh->n_head_kv, hd = sh->head_dim;
+    float s[ATTN_TILE]; /* scores of the current tile */
+    for (int t = 0; t < sh->n_tok; t++) {
+        const int n_keys = sh->pos0 + t + 1;
+        for (int h = 0; h < sh->n_head; h++) {
+            const size_t row = ((size_t)t * sh->n_head + (size_t)h) * hd;
+            const float *qh = q + row;
+            float *o = out + row;
+            const int kvh = h / group;
+            float m = -INFINITY, l = 0.0f;
+            memset(o, 0, (size_t)hd * sizeof(float));
+            for (int j0 = 0; j0 < n_keys; j0 += ATTN_TILE) {
+                const int n_j = INF_MIN(ATTN_TILE, n_keys - j0);
+                float tile_max = -INFINITY;
+                for (int j = 0; j < n_j; j++) {
+                    s[j] = kv_dot(k, j0 + j, kvh, hd, qh) * sh->scale;
+                    tile_max = fmaxf(tile_max, s[j]);
+                }
+                if (tile_max > m) {
+                    const float corr = expf(m - tile_max);
+                    l *= corr;
+                    scale_row(o, corr, hd);
+                    m = tile_max;
+                }
+                for (int j = 0; j < n_j; j++) {
+                    const float e = expf(s[j] - m);
+                    l += e;
+                    kv_axpy(o, e, v, j0 + j, kvh, hd);
+                }
+            }
+            scale_row(o, l > 0.0f ? 1.0f / l : 0.0f, hd);
+        }
+    }
+}
+
+/* The textbook form, as llama.cpp's non-flash path: per head the full
+ * score matrix S[n_tok][n_keys] = (q·k) * scale with -inf above the causal
+ * diagonal, a row softmax (max subtracted, exp in f32, sum in double, then
+ * multiplied by 1/sum as ggml_soft_max), and P · V summed in double. */
+inf_status inf_attn_materialized(const inf_attn_shape *sh, const float *q, const inf_kv_view *k,
+                                 const inf_kv_view *v, float *out) {
+    const int group = sh->n_head / sh->n_head_kv, hd = sh->head_dim;
+    const int n_keys = sh->pos0 + sh->n_tok;
+    size_t n_scores;
+    if (!inf_mul_size((size_t)sh->n_tok, (size_t)n_keys, &n_scores)) return INF_ERR_NOMEM;
+    float *scores = malloc((n_scores ? n_scores : 1) * sizeof(float)); /* [n_tok][n_keys] */
+    if (!scores) return INF_ERR_NOMEM;
+
+    for (int h = 0; h < sh->n_head; h++) {
+        const int kvh = h / group;
+        for (int t = 0; t < sh->n_tok; t++) {
+            const float *qh = q + ((size_t)t * sh->n_head + (size_t)h) * hd;
+            float *sr = scores + (size_t)t * n_keys;
+            for (int j = 0; j < n_keys; j++)
+                sr[j] = j <= sh->pos0 + t ? kv_dot(k, j, kvh, hd, qh) * sh->scale : -INFINITY;
+            float max = -INFINITY;
+            for (int j = 0; j < n_keys; j++) max = fmaxf(max, sr[j]);
+            double sum = 0.0;
+            for (int j = 0; j < n_keys; j++) {
+                sr[j] = expf(sr[j] - max);
+                sum += (double)sr[j];
+            }
+            const float inv_sum = (float)(1.0 / sum);
+            for (int j = 0; j < n_keys; j++) sr[j] *= inv_sum;
+        }
+        for (int t = 0; t < sh->n_tok; t++) {
+            const float *pr = scores + (size_t)t * n_keys;
+            float *o = out + ((size_t)t * sh->n_head + (size_t)h) * hd;
+            for (int i = 0; i < hd; i++) {
+                double acc = 0.0;
+                for (int j = 0; j < n_keys; j++) acc += (double)(pr[j] * kv_get(v, j, kvh, hd, i));
+                o[i] = (float)acc;
+            }
+        }
+    }
+    free(scores);
+    return INF_OK;
+}
+
+static int ref_argmax(const inf_ops *self, const float *x, int n) {
+    (void)self;
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static const inf_ops ref_table = {
+    .name = "ref",
+    .matmul = ref_matmul,
+    .rmsnorm = ref_rmsnorm,
+    .rope_neox = ref_rope_neox,
+    .swiglu = ref_swiglu,
+    .add = ref_add,
+    .embed = ref_embed,
+    .kv_store = ref_kv_store,
+    .attn_decode = ref_attn_decode,
+    .attn_prefill = ref_attn_prefill,
+    .argmax = ref_argmax,
+};
+
+const inf_ops *inf_ops_ref(void) { return &ref_table; }

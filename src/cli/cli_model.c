@@ -1,0 +1,120 @@
+/*
+ * cli_model.c — what run, logits and bench share: the model flags, loading
+ * with a one-line error, turning -p / --tokens into ids, finding data files.
+ */
+#include "cli/cli.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_model_flag(const char *cmd, cli_model_args *a, int argc, char **argv, int *i) {
+    const char *f = argv[*i];
+    const char *v;
+    long n;
+    if (!strcmp(f, "--no-mmap")) { a->no_mmap = true; return 1; }
+    if (!strcmp(f, "--trace")) { a->trace = true; return 1; }
+    if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
+        if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
+        a->model_path = v;
+        return 1;
+    }
+    if (!strcmp(f, "-p") || !strcmp(f, "--prompt")) {
+        if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
+        a->prompt = v;
+        return 1;
+    }
+    if (!strcmp(f, "--tokens")) {
+        if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
+        a->token_list = v;
+        return 1;
+    }
+    if (!strcmp(f, "-t") || !strcmp(f, "--threads")) {
+        if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
+        if (!cli_parse_int(v, 1, 1024, &n)) {
+            cli_fail(EXIT_USAGE, cmd, "-t wants a thread count from 1 to 1024, got '%s'", v);
+            return -1;
+        }
+        a->n_threads = (int)n;
+        return 1;
+    }
+    if (!strcmp(f, "-c") || !strcmp(f, "--ctx-size")) {
+        if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
+        if (!cli_parse_int(v, 1, 1 << 24, &n)) {
+            cli_fail(EXIT_USAGE, cmd, "-c wants a context length from 1, got '%s'", v);
+            return -1;
+        }
+        a->n_ctx = (int)n;
+        return 1;
+    }
+    if (!strcmp(f, "--kv-type")) {
+        if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
+        if (!strcmp(v, "f32")) a->kv_type = INF_KV_F32;
+        else if (!strcmp(v, "f16")) a->kv_type = INF_KV_F16;
+        else {
+            cli_fail(EXIT_USAGE, cmd, "--kv-type wants f32 or f16, got '%s'", v);
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+inf_model *cli_load_model(const char *cmd, const cli_model_args *a) {
+    inf_load_options opt;
+    inf_load_options_default(&opt);
+    opt.n_threads = a->n_threads;
+    opt.n_ctx = a->n_ctx;
+    opt.use_mmap = !a->no_mmap;
+    opt.trace = a->trace;
+    opt.kv_type = a->kv_type;
+    inf_model *m = NULL;
+    inf_error err = {0};
+    if (inf_model_load(a->model_path, &opt, &m, &err)) {
+        cli_fail_error(cmd, &err);
+        return NULL;
+    }
+    return m;
+}
+
+int cli_prompt_ids(const char *cmd, const cli_model_args *a, const inf_model *m, int32_t **ids,
+                   size_t *n) {
+    if (a->prompt && a->token_list)
+        return cli_fail(EXIT_USAGE, cmd, "give either -p or --tokens, not both");
+    if (a->token_list) {
+        if (!cli_parse_ids(a->token_list, ids, n))
+            return cli_fail(EXIT_USAGE, cmd, "--tokens wants a list like 1,2,3, got '%s'", a->token_list);
+        return 0;
+    }
+    if (!a->prompt) return cli_fail(EXIT_USAGE, cmd, "no prompt: give -p TEXT or --tokens ID,ID,...");
+    const inf_tokenizer *tok = inf_model_tokenizer(m);
+    if (!tok)
+        return cli_fail(EXIT_RUNTIME, cmd, "%s has no tokenizer; use --tokens ID,ID,...", a->model_path);
+    inf_error err = {0};
+    if (inf_tokenize(tok, a->prompt, strlen(a->prompt), 0, ids, n, &err)) return cli_fail_error(cmd, &err);
+    if (*n == 0) {
+        free(*ids);
+        return cli_fail(EXIT_USAGE, cmd, "the prompt is empty");
+    }
+    return 0;
+}
+
+char *cli_data_path(const char *relative) {
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char candidate[PATH_MAX + 64];
+    if (len > 0) {
+        exe[len] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0; /* the build folder */
+            snprintf(candidate, sizeof candidate, "%s/../data/%s", exe, relative);
+            if (access(candidate, R_OK) == 0) return realpath(candidate, NULL);
+        }
+    }
+    snprintf(candidate, sizeof candidate, "data/%s", relative);
+    if (access(candidate, R_OK) == 0) return realpath(candidate, NULL);
+    return NULL;
+}

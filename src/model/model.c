@@ -1,0 +1,355 @@
+/*
+ * model.c — loading a Qwen3 GGUF: hyperparameters from the qwen3.* keys
+ * (validated), every tensor checked for presence, shape and type and bound
+ * to an inf_weight, the tokenizer from tokenizer.ggml.*, the op table.
+ *
+ * Invariant after a successful load: every weight the forward pass reads
+ * exists with exactly the shape the config implies, so qwen3.c never
+ * checks shapes again.
+ */
+#include "model/model.h"
+
+#include "core/common.h"
+#include "core/dtype.h"
+#include "tok/tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Sanity bounds on hyperparameters: far above any Qwen3, low enough that
+ * products of them cannot overflow the size arithmetic below. */
+enum {
+    MAX_LAYERS = 1024,
+    MAX_EMBD = 1 << 17,
+    MAX_FF = 1 << 19,
+    MAX_HEADS = 1024,
+    MAX_HEAD_DIM = 1024,
+    MAX_VOCAB = 1 << 22,
+    MAX_CTX = 1 << 24,
+};
+
+void inf_load_options_default(inf_load_options *opt) {
+    memset(opt, 0, sizeof *opt);
+    opt->use_mmap = true;
+    opt->kv_type = INF_KV_F32;
+}
+
+static int physical_cores(void) {
+    /* Count distinct (physical id, core id) pairs; fall back to online CPUs. */
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!f) return online > 0 ? (int)online : 1;
+    char line[256];
+    int phys = -1, ids[4096], n = 0;
+    while (fgets(line, sizeof line, f)) {
+        int v;
+        if (sscanf(line, "physical id : %d", &v) == 1) phys = v;
+        else if (sscanf(line, "core id : %d", &v) == 1 && n < 4096) {
+            int key = phys * 65536 + v, seen = 0;
+            for (int i = 0; i < n; i++) seen |= ids[i] == key;
+            if (!seen) ids[n++] = key;
+        }
+    }
+    fclose(f);
+    if (n > 0) return n;
+    return online > 0 ? (int)online : 1;
+}
+
+/* Reads an integer hyperparameter into *out, checking 1 <= v <= max. */
+static inf_status get_dim(const gguf_file *f, const char *key, bool optional, int max, int *out,
+                          inf_error *err) {
+    int64_t v = *out;
+    inf_status st = gguf_get_int(f, key, optional, &v, err);
+    if (st) return st;
+    if (v < 1 || v > max)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: %s = %lld is out of range (1..%d)", f->path,
+                          key, (long long)v, max);
+    *out = (int)v;
+    return INF_OK;
+}
+
+static inf_status load_config(const gguf_file *f, qwen3_config *c, inf_error *err) {
+    const gguf_string *arch = NULL;
+    inf_status st = gguf_get_string(f, "general.architecture", false, &arch, err);
+    if (st) return st;
+    if (strcmp(arch->data, "qwen3") != 0)
+        return inf_errorf(err, INF_ERR_UNSUPPORTED,
+                          "%s: general.architecture is '%.64s'; inferno runs qwen3 models", f->path,
+                          arch->data);
+    if ((st = get_dim(f, "qwen3.block_count", false, MAX_LAYERS, &c->n_layer, err)) ||
+        (st = get_dim(f, "qwen3.embedding_length", false, MAX_EMBD, &c->n_embd, err)) ||
+        (st = get_dim(f, "qwen3.feed_forward_length", false, MAX_FF, &c->n_ff, err)) ||
+        (st = get_dim(f, "qwen3.attention.head_count", false, MAX_HEADS, &c->n_head, err)))
+        return st;
+    c->n_head_kv = c->n_head;
+    c->n_ctx_train = 4096;
+    if ((st = get_dim(f, "qwen3.attention.head_count_kv", true, MAX_HEADS, &c->n_head_kv, err)) ||
+        (st = get_dim(f, "qwen3.context_length", true, MAX_CTX, &c->n_ctx_train, err)))
+        return st;
+    if (c->n_head % c->n_head_kv != 0)
+        return inf_errorf(err, INF_ERR_FORMAT,
+                          "%s: qwen3.attention.head_count (%d) is not a multiple of "
+                          "qwen3.attention.head_count_kv (%d)",
+                          f->path, c->n_head, c->n_head_kv);
+    c->head_dim = c->n_embd / c->n_head;
+    if ((st = get_dim(f, "qwen3.attention.key_length", true, MAX_HEAD_DIM, &c->head_dim, err)))
+        return st;
+    int value_length = c->head_dim;
+    if ((st = get_dim(f, "qwen3.attention.value_length", true, MAX_HEAD_DIM, &value_length, err)))
+        return st;
+    if (value_length != c->head_dim)
+        return inf_errorf(err, INF_ERR_UNSUPPORTED,
+                          "%s: qwen3.attention.value_length (%d) differs from key_length (%d)",
+                          f->path, value_length, c->head_dim);
+    if (c->head_dim % 2 != 0)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: qwen3.attention.key_length (%d) must be even (RoPE pairs)",
+                          f->path, c->head_dim);
+    double base = 10000.0, eps = 0;
+    if ((st = gguf_get_float(f, "qwen3.rope.freq_base", true, &base, err)) ||
+        (st = gguf_get_float(f, "qwen3.attention.layer_norm_rms_epsilon", false, &eps, err)))
+        return st;
+    if (!(base > 0) || base > 1e12)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: qwen3.rope.freq_base = %g is out of range",
+                          f->path, base);
+    if (!(eps >= 0) || eps > 1)
+        return inf_errorf(err, INF_ERR_FORMAT,
+                          "%s: qwen3.attention.layer_norm_rms_epsilon = %g is out of range", f->path, eps);
+    c->rope_freq_base = (float)base;
+    c->rms_norm_eps = (float)eps;
+    c->q_dim = c->n_head * c->head_dim;
+    c->kv_dim = c->n_head_kv * c->head_dim;
+    return INF_OK;
+}
+
+static const gguf_tensor *find_checked(const gguf_file *f, const char *name, uint32_t n_dims,
+                                       uint64_t ne0, uint64_t ne1, inf_error *err) {
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t) {
+        inf_errorf(err, INF_ERR_FORMAT, "%s: tensor '%s' is missing", f->path, name);
+        return NULL;
+    }
+    uint64_t want[2] = {ne0, ne1};
+    bool ok = t->n_dims == n_dims;
+    for (uint32_t d = 0; ok && d < n_dims; d++) ok = t->ne[d] == want[d];
+    if (!ok) {
+        char have[96] = "", need[64];
+        for (uint32_t d = 0; d < t->n_dims; d++) {
+            size_t len = strlen(have);
+            snprintf(have + len, sizeof have - len, "%s%llu", d ? ", " : "", (unsigned long long)t->ne[d]);
+        }
+        if (n_dims == 1) snprintf(need, sizeof need, "%llu", (unsigned long long)ne0);
+        else snprintf(need, sizeof need, "%llu, %llu", (unsigned long long)ne0, (unsigned long long)ne1);
+        inf_errorf(err, INF_ERR_FORMAT, "%s: tensor '%s' has shape [%s], expected [%s]", f->path,
+                   name, have, need);
+        return NULL;
+    }
+    return t;
+}
+
+/* Binds a matrix [rows][cols] (GGUF ne = {cols, rows}). */
+static inf_status bind_matrix(const gguf_file *f, const char *name, int64_t rows, int64_t cols,
+                              inf_weight *w, inf_error *err) {
+    const gguf_tensor *t = find_checked(f, name, 2, (uint64_t)cols, (uint64_t)rows, err);
+    if (!t) return err ? err->status : INF_ERR_FORMAT;
+    uint64_t row_bytes;
+    if (!inf_dtype_row_bytes(t->type, (uint64_t)cols, &row_bytes))
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: tensor '%s' row of %lld is not whole %s blocks",
+                          f->path, name, (long long)cols, inf_dtype_name(t->type));
+    w->name = t->name.data;
+    w->type = t->type;
+    w->rows = rows;
+    w->cols = cols;
+    w->row_bytes = (size_t)row_bytes;
+    w->data = t->data;
+    return INF_OK;
+}
+
+/* Binds a vector [n], converting it to an owned f32 copy. */
+static inf_status bind_vector(const gguf_file *f, const char *name, int64_t n, float **out,
+                              inf_error *err) {
+    const gguf_tensor *t = find_checked(f, name, 1, (uint64_t)n, 0, err);
+    if (!t) return err ? err->status : INF_ERR_FORMAT;
+    if (t->type == INF_DTYPE_Q8_0 && n % INF_Q8_0_BLOCK != 0)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: tensor '%s' is q8_0 with %lld elements", f->path,
+                          name, (long long)n);
+    float *v = inf_alloc_aligned((size_t)n * sizeof(float));
+    if (!v) return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory for '%s'", f->path, name);
+    inf_dequantize_row(t->type, t->data, v, n);
+    *out = v;
+    return INF_OK;
+}
+
+static inf_status bind_tensors(inf_model *m, inf_error *err) {
+    const gguf_file *f = m->file;
+    const qwen3_config *c = &m->cfg;
+    inf_status st;
+    const gguf_tensor *emb = gguf_find_tensor(f, "token_embd.weight");
+    if (!emb) return inf_errorf(err, INF_ERR_FORMAT, "%s: tensor 'token_embd.weight' is missing", f->path);
+    if (emb->n_dims != 2 || emb->ne[1] < 1 || emb->ne[1] > MAX_VOCAB)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: tensor 'token_embd.weight' has %u dims / %llu rows",
+                          f->path, emb->n_dims, (unsigned long long)emb->ne[1]);
+    m->cfg.n_vocab = (int)emb->ne[1];
+    if ((st = bind_matrix(f, "token_embd.weight", c->n_vocab, c->n_embd, &m->token_embd, err)) ||
+        (st = bind_vector(f, "output_norm.weight", c->n_embd, &m->output_norm, err)))
+        return st;
+    m->tied_output = gguf_find_tensor(f, "output.weight") == NULL;
+    if (m->tied_output) m->output = m->token_embd;
+    else if ((st = bind_matrix(f, "output.weight", c->n_vocab, c->n_embd, &m->output, err)))
+        return st;
+
+    m->layers = calloc((size_t)c->n_layer, sizeof *m->layers);
+    if (!m->layers) return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", f->path);
+    uint64_t n_expected = 3 + (m->tied_output ? 0 : 1);
+    for (int l = 0; l < c->n_layer; l++) {
+        qwen3_layer *L = &m->layers[l];
+        char name[64];
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d." suffix ".weight", l), name)
+        if ((st = bind_vector(f, NAME("attn_norm"), c->n_embd, &L->attn_norm, err)) ||
+            (st = bind_matrix(f, NAME("attn_q"), c->q_dim, c->n_embd, &L->wq, err)) ||
+            (st = bind_matrix(f, NAME("attn_k"), c->kv_dim, c->n_embd, &L->wk, err)) ||
+            (st = bind_matrix(f, NAME("attn_v"), c->kv_dim, c->n_embd, &L->wv, err)) ||
+            (st = bind_vector(f, NAME("attn_q_norm"), c->head_dim, &L->q_norm, err)) ||
+            (st = bind_vector(f, NAME("attn_k_norm"), c->head_dim, &L->k_norm, err)) ||
+            (st = bind_matrix(f, NAME("attn_output"), c->n_embd, c->q_dim, &L->wo, err)) ||
+            (st = bind_vector(f, NAME("ffn_norm"), c->n_embd, &L->ffn_norm, err)) ||
+            (st = bind_matrix(f, NAME("ffn_gate"), c->n_ff, c->n_embd, &L->ffn_gate, err)) ||
+            (st = bind_matrix(f, NAME("ffn_up"), c->n_ff, c->n_embd, &L->ffn_up, err)) ||
+            (st = bind_matrix(f, NAME("ffn_down"), c->n_embd, c->n_ff, &L->ffn_down, err)))
+            return st;
+#undef NAME
+        n_expected += 11;
+    }
+    /* Anything else (e.g. blk.N for N >= block_count) means the file and its
+     * metadata disagree: refuse rather than silently ignore weights. */
+    if (f->n_tensors != n_expected) {
+        for (uint64_t i = 0; i < f->n_tensors; i++) {
+            const char *name = f->tensors[i].name.data;
+            int layer;
+            if (sscanf(name, "blk.%d.", &layer) == 1 && (layer < 0 || layer >= c->n_layer))
+                return inf_errorf(err, INF_ERR_FORMAT,
+                                  "%s: tensor '%s' belongs to a layer past qwen3.block_count (%d)",
+                                  f->path, name, c->n_layer);
+        }
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: %llu tensors, expected %llu for %d layers",
+                          f->path, (unsigned long long)f->n_tensors,
+                          (unsigned long long)n_expected, c->n_layer);
+    }
+    return INF_OK;
+}
+
+/* The type holding most of the weight bytes; parameters counted on the way. */
+static void summarize_weights(inf_model *m) {
+    uint64_t bytes_by_type[64] = {0};
+    m->n_params = 0;
+    for (uint64_t i = 0; i < m->file->n_tensors; i++) {
+        const gguf_tensor *t = &m->file->tensors[i];
+        uint64_t n = 1;
+        for (uint32_t d = 0; d < t->n_dims; d++) n *= t->ne[d];
+        m->n_params += n;
+        if ((unsigned)t->type < 64) bytes_by_type[t->type] += t->nbytes;
+    }
+    int best = 0;
+    for (int t = 1; t < 64; t++)
+        if (bytes_by_type[t] > bytes_by_type[best]) best = t;
+    m->weight_type = (inf_dtype)best;
+}
+
+void inf_model_free(inf_model *m) {
+    if (!m) return;
+    if (m->layers) {
+        for (int l = 0; l < m->cfg.n_layer; l++) {
+            qwen3_layer *L = &m->layers[l];
+            inf_free_aligned(L->attn_norm);
+            inf_free_aligned(L->q_norm);
+            inf_free_aligned(L->k_norm);
+            inf_free_aligned(L->ffn_norm);
+        }
+        free(m->layers);
+    }
+    inf_free_aligned(m->output_norm);
+    if (m->tracer) inf_ops_trace_free(m->tracer);
+    inf_tokenizer_free(m->tokenizer);
+    gguf_close(m->file);
+    free(m->path);
+    free(m);
+}
+
+inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_model **out,
+                          inf_error *err) {
+    *out = NULL;
+    inf_load_options defaults;
+    if (!opt) {
+        inf_load_options_default(&defaults);
+        opt = &defaults;
+    }
+    if (opt->n_threads < 0 || opt->n_ctx < 0)
+        return inf_errorf(err, INF_ERR_INVALID, "n_threads and n_ctx must not be negative");
+    inf_model *m = calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(path))) {
+        free(m);
+        return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", path);
+    }
+    m->opt = *opt;
+    if (m->opt.n_threads == 0) m->opt.n_threads = physical_cores();
+    inf_status st = gguf_open(path, opt->use_mmap ? GGUF_OPEN_MMAP : GGUF_OPEN_READ, &m->file, err);
+    if (!st) st = load_config(m->file, &m->cfg, err);
+    if (!st) st = bind_tensors(m, err);
+    if (!st && m->opt.n_ctx > m->cfg.n_ctx_train)
+        st = inf_errorf(err, INF_ERR_INVALID, "context length %d exceeds the model's %d",
+                        m->opt.n_ctx, m->cfg.n_ctx_train);
+    if (!st && gguf_find(m->file, "tokenizer.ggml.model"))
+        st = inf_tokenizer_from_gguf(m->file, &m->tokenizer, err);
+    if (!st && m->tokenizer && inf_tokenizer_n_vocab(m->tokenizer) > m->cfg.n_vocab)
+        st = inf_errorf(err, INF_ERR_FORMAT, "%s: the tokenizer has %d tokens but token_embd has %d rows",
+                        path, inf_tokenizer_n_vocab(m->tokenizer), m->cfg.n_vocab);
+    if (st) {
+        inf_model_free(m);
+        return st;
+    }
+    if (m->opt.n_ctx == 0) m->opt.n_ctx = INF_MIN(m->cfg.n_ctx_train, 4096);
+    summarize_weights(m);
+    m->backend = inf_ops_ref();
+    m->ops = m->backend;
+    if (opt->trace) {
+        m->tracer = inf_ops_trace_new(m->ops);
+        if (!m->tracer) {
+            inf_model_free(m);
+            return inf_errorf(err, INF_ERR_NOMEM, "out of memory for the tracer");
+        }
+        m->ops = m->tracer;
+    }
+    *out = m;
+    return INF_OK;
+}
+
+void inf_model_get_info(const inf_model *m, inf_model_info *out) {
+    const gguf_kv *name = gguf_find(m->file, "general.name");
+    *out = (inf_model_info){
+        .architecture = "qwen3",
+        .name = name && name->value.type == GGUF_TYPE_STRING ? name->value.str.data : "",
+        .n_layer = m->cfg.n_layer,
+        .n_embd = m->cfg.n_embd,
+        .n_ff = m->cfg.n_ff,
+        .n_head = m->cfg.n_head,
+        .n_head_kv = m->cfg.n_head_kv,
+        .head_dim = m->cfg.head_dim,
+        .n_vocab = m->cfg.n_vocab,
+        .n_ctx_train = m->cfg.n_ctx_train,
+        .rope_freq_base = m->cfg.rope_freq_base,
+        .rms_norm_eps = m->cfg.rms_norm_eps,
+        .tied_output = m->tied_output,
+        .weight_type = m->weight_type,
+        .n_params = m->n_params,
+        .weight_bytes = m->file->data_bytes,
+        .isa = m->backend->name,
+        .n_threads = m->opt.n_threads,
+    };
+}
+
+const inf_tokenizer *inf_model_tokenizer(const inf_model *m) { return m->tokenizer; }
+
+void inf_model_print_trace(const inf_model *m, FILE *out) {
+    if (m->tracer) inf_ops_trace_print(m->tracer, out);
+}
