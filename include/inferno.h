@@ -158,6 +158,9 @@ int32_t inf_tokenizer_eos(const inf_tokenizer *tok); /* -1 when unknown */
 bool inf_tokenizer_is_eog(const inf_tokenizer *tok, int32_t id);
 /* The id of an added/special token by its exact text, or -1. */
 int32_t inf_tokenizer_find_special(const inf_tokenizer *tok, const char *text);
+/* The bytes token id decodes to (NUL-terminated; may be a partial UTF-8
+ * sequence) and their count in *len; NULL when id is outside the vocabulary. */
+const char *inf_tokenizer_token_bytes(const inf_tokenizer *tok, int32_t id, size_t *len);
 
 enum {
     /* Special-token text is tokenized as plain text, so that untrusted
@@ -181,11 +184,18 @@ typedef struct inf_detok_stream {
 } inf_detok_stream;
 
 void inf_detok_stream_init(inf_detok_stream *st);
-/* Appends the complete UTF-8 bytes that token id makes available to out
- * (at most cap bytes; 128 always suffices) and sets *n_out. */
+/* Room that always suffices for one push: a token has at most 256 bytes, and
+ * ill-formed bytes come out as U+FFFD (3 bytes each). */
+#define INF_DETOK_STREAM_MAX_OUT 800
+
+/* Writes the complete UTF-8 characters that token id makes available to out
+ * and sets *n_out; ill-formed bytes become U+FFFD, so out is always valid
+ * UTF-8. Fails with INF_ERR_INVALID, changing nothing, when the id is outside
+ * the vocabulary or the output would exceed cap. */
 inf_status inf_detok_stream_push(const inf_tokenizer *tok, inf_detok_stream *st, int32_t id,
                                  char *out, size_t cap, size_t *n_out, inf_error *err);
-/* Emits what is left (invalid trailing bytes become U+FFFD); returns bytes written. */
+/* Emits what is left (an unfinished character becomes U+FFFD: 3 bytes of cap
+ * suffice), resets the stream, and returns the bytes written. */
 size_t inf_detok_stream_flush(inf_detok_stream *st, char *out, size_t cap);
 
 /* ------------------------------------------------------------------ chat template */
@@ -232,6 +242,16 @@ void inf_synth_options_default(inf_synth_options *opt);
  * lays out Qwen3. Writes to a temporary file and renames it into place, so
  * a failure never leaves a partial file at path. */
 inf_status inf_synth_write(const inf_synth_options *opt, const char *path, inf_error *err);
+
+/* ------------------------------------------------------------------ machine */
+
+/* Measures the machine's sequential read bandwidth in GB/s (1e9 bytes/s),
+ * the ceiling of memory-bound decode: n_threads threads each sum their own
+ * slice of an anonymous buffer of `bytes` with plain 64-bit loads, pages
+ * written first; the best of 8 passes. Use a buffer far beyond the caches
+ * (1 GiB: about a second, and 1 GiB of resident memory while it runs).
+ * bytes must be at least 1 MiB. */
+inf_status inf_measure_read_bandwidth(int n_threads, size_t bytes, double *gb_s, inf_error *err);
 
 #ifdef __cplusplus
 }

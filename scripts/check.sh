@@ -5,6 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+TSAN_TESTS=${TSAN_TESTS:-test_pool}
 pass=0
 fail=0
 for variant in plain san; do
@@ -25,6 +26,21 @@ for variant in plain san; do
     f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
     pass=$((pass + ${p:-0}))
     fail=$((fail + ${f:-1}))
+done
+# The thread pool (and the threaded kernels that use it) under ThreadSanitizer.
+echo "== tsan build (build-tsan)"
+for t in $TSAN_TESTS; do
+    if make -s -j"$JOBS" TSAN=1 "build-tsan/tests/$t" >/dev/null 2>&1; then
+        line=$(TSAN_OPTIONS=halt_on_error=1 "build-tsan/tests/$t" 2>&1 | tail -n 1)
+        echo "$t (tsan): $line"
+        p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+        f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+        pass=$((pass + ${p:-0}))
+        fail=$((fail + ${f:-1}))
+    else
+        echo "build failed: $t (tsan)"
+        fail=$((fail + 1))
+    fi
 done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

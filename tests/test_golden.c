@@ -24,18 +24,22 @@
 #define GOLDEN_DIR "tests/data/golden/"
 #define TOP_K 20
 
+/* Budgets: F32 as the issue states. For the rounded types, a logit may
+ * move by a few 1e-3 when one activation lands on the other side of an
+ * f16/bf16 rounding boundary because llama.cpp's SIMD norm/RoPE/SiLU differ
+ * from ours in the last float bit; the budget is llama.cpp's own spread
+ * between its f32-KV and f16-KV+flash runs of the same case (computed from
+ * the .kvf16.json file), which those flips stay well inside. */
 typedef struct budget {
     const char *type;
-    double final_all;     /* max |ours - llama.cpp| over all final logits */
-    double positions_top; /* max over every position's top-20 */
-    double greedy_margin; /* compare greedy steps until a margin below this */
+    double f32_tol; /* fixed tolerance; 0 = use llama.cpp's own spread */
 } budget;
 
 static const budget budgets[] = {
-    {"f32", 1e-4, 1e-4, 1e-2},
-    {"f16", 2e-3, 2e-3, 2e-2},
-    {"bf16", 5e-3, 5e-3, 5e-2},
-    {"q8_0", 2e-2, 2e-2, 1e-1},
+    {"f32", 1e-4},
+    {"f16", 0},
+    {"bf16", 0},
+    {"q8_0", 0},
 };
 
 static int threads_from_env(void) {
@@ -92,98 +96,121 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
+/* max |a - b| over the ids both top lists hold: llama.cpp's own spread */
+static double top_spread(const cJSON *top_a, const cJSON *top_b) {
+    double worst = 0;
+    for (int i = 0; i < cJSON_GetArraySize(top_a); i++) {
+        const cJSON *ea = cJSON_GetArrayItem(top_a, i);
+        for (int j = 0; j < cJSON_GetArraySize(top_b); j++) {
+            const cJSON *eb = cJSON_GetArrayItem(top_b, j);
+            if (cJSON_GetObjectItem(ea, "id")->valueint == cJSON_GetObjectItem(eb, "id")->valueint)
+                worst = fmax(worst, fabs(cJSON_GetObjectItem(ea, "logit")->valuedouble -
+                                         cJSON_GetObjectItem(eb, "logit")->valuedouble));
+        }
+    }
+    return worst;
+}
+
+/* Greedy continuation from `row` (the prompt's final logits), one decode
+ * step at a time, against llama.cpp's, up to the first step whose margin
+ * is below min_margin. Returns the steps compared. */
+static int check_greedy(const char *what, inf_session *s, float *row, int n_vocab, const cJSON *greedy,
+                        double min_margin, double tol) {
+    int n_gen = 0;
+    int32_t *want = json_ids(cJSON_GetObjectItem(greedy, "tokens"), &n_gen);
+    const cJSON *margins = cJSON_GetObjectItem(greedy, "margins");
+    const cJSON *chosen = cJSON_GetObjectItem(greedy, "logits");
+    int compared = 0;
+    double worst = 0;
+    inf_error err = {0};
+    for (int step = 0; step < n_gen; step++) {
+        if (cJSON_GetArrayItem(margins, step)->valuedouble < min_margin) break;
+        int32_t tok = argmax(row, n_vocab);
+        if (!TEST_CHECK(tok == want[step], "%s: greedy step %d chose %d, llama.cpp %d", what, step, tok,
+                        want[step]))
+            break;
+        worst = fmax(worst, fabs((double)row[tok] - cJSON_GetArrayItem(chosen, step)->valuedouble));
+        compared++;
+        if (!TEST_CHECK(inf_session_eval(s, &tok, 1, INF_LOGITS_LAST, row, &err) == INF_OK, "decode: %s",
+                        err.msg))
+            break;
+    }
+    TEST_CHECK(worst <= tol, "%s: greedy logits differ by %.3g (tol %.3g)", what, worst, tol);
+    free(want);
+    return compared;
+}
+
 static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type) {
-    char path[256], what[128];
+    char path[256], what[128], label[160];
     snprintf(what, sizeof what, "%s %s kv=%s", b->type, prompt, kv_type == INF_KV_F16 ? "f16" : "f32");
     test_begin(what);
     snprintf(path, sizeof path, GOLDEN_DIR "tiny-a-%s.%s.json", b->type, prompt);
     cJSON *g = load_json(path);
-    if (!TEST_CHECK(g != NULL, "cannot read %s", path)) return;
+    snprintf(path, sizeof path, GOLDEN_DIR "tiny-a-%s.%s.kvf16.json", b->type, prompt);
+    cJSON *g16 = load_json(path);
     snprintf(path, sizeof path, GOLDEN_DIR "tiny-a-%s.%s.final.f32", b->type, prompt);
     size_t dump_len = 0;
     float *dump = (float *)test_read_file(path, &dump_len);
+    inf_model *m = NULL;
+    inf_session *s = NULL;
+    float *logits = NULL;
+    int32_t *ids = NULL;
+    if (!TEST_CHECK(g && g16 && dump, "cannot read the goldens of %s", what)) goto done;
+
+    /* Both KV types are compared with llama.cpp's exact run. Our f16 KV
+     * cache must move the top logits by the same order as llama.cpp's f16 KV
+     * moves its own: within 2.5x that spread (the two round different
+     * things: llama.cpp's flash path also rounds q and the V sums to f16). */
+    double spread = top_spread(cJSON_GetObjectItem(cJSON_GetObjectItem(g, "final"), "top"),
+                               cJSON_GetObjectItem(cJSON_GetObjectItem(g16, "final"), "top"));
+    double tol = b->f32_tol > 0 ? b->f32_tol : spread;
+    if (kv_type == INF_KV_F16) tol = 2.5 * spread;
+    double min_margin = b->f32_tol > 0 && kv_type == INF_KV_F32 ? 1e-2 : 2 * tol;
 
     inf_load_options opt;
     inf_load_options_default(&opt);
     opt.n_threads = threads_from_env();
     opt.kv_type = kv_type;
-    inf_model *m = NULL;
     inf_error err = {0};
     snprintf(path, sizeof path, GOLDEN_DIR "tiny-a-%s.gguf", b->type);
-    if (!TEST_CHECK(inf_model_load(path, &opt, &m, &err) == INF_OK, "load %s: %s", path, err.msg)) {
-        cJSON_Delete(g);
-        free(dump);
-        return;
-    }
+    if (!TEST_CHECK(inf_model_load(path, &opt, &m, &err) == INF_OK, "load %s: %s", path, err.msg)) goto done;
     inf_model_info info;
     inf_model_get_info(m, &info);
     int n_vocab = info.n_vocab;
-    TEST_CHECK(dump && dump_len == (size_t)n_vocab * sizeof(float), "final.f32 has %zu bytes", dump_len);
+    if (!TEST_CHECK(dump_len == (size_t)n_vocab * sizeof(float), "final.f32 has %zu bytes", dump_len)) goto done;
 
     int n = 0;
-    int32_t *ids = json_ids(cJSON_GetObjectItem(g, "prompt_tokens"), &n);
-    inf_session *s = NULL;
-    TEST_CHECK(inf_session_new(m, 256, &s, &err) == INF_OK, "session: %s", err.msg);
-    float *logits = malloc((size_t)n * (size_t)n_vocab * sizeof(float));
-    if (s && TEST_CHECK(inf_session_eval(s, ids, n, INF_LOGITS_ALL, logits, &err) == INF_OK,
-                        "eval: %s", err.msg)) {
-        /* kv f16 is a looser setting: compare it against llama.cpp's own f16-KV run */
-        double scale = kv_type == INF_KV_F16 ? 20.0 : 1.0;
-        const float *final = logits + (size_t)(n - 1) * (size_t)n_vocab;
-        double worst_all = 0;
-        if (dump)
-            for (int i = 0; i < n_vocab; i++) worst_all = fmax(worst_all, fabs((double)final[i] - dump[i]));
-        TEST_CHECK(worst_all <= b->final_all * scale, "%s: final logits differ by up to %.3g (budget %.3g)",
-                   what, worst_all, b->final_all * scale);
-        char label[160];
-        snprintf(label, sizeof label, "%s final", what);
-        check_top(label, final, n_vocab, cJSON_GetObjectItem(cJSON_GetObjectItem(g, "final"), "top"),
-                  b->positions_top * scale);
-        double worst_pos = 0;
-        const cJSON *positions = cJSON_GetObjectItem(g, "positions");
-        for (int p = 0; p < cJSON_GetArraySize(positions); p++) {
-            const cJSON *pos = cJSON_GetArrayItem(positions, p);
-            int at = cJSON_GetObjectItem(pos, "pos")->valueint;
-            snprintf(label, sizeof label, "%s pos %d", what, at);
-            double w = check_top(label, logits + (size_t)at * (size_t)n_vocab, n_vocab,
-                                 cJSON_GetObjectItem(pos, "top"), b->positions_top * scale);
-            worst_pos = fmax(worst_pos, w);
-        }
-
-        /* greedy continuation, one decode step at a time */
-        const cJSON *greedy = cJSON_GetObjectItem(g, "greedy");
-        int n_gen = 0;
-        int32_t *want = json_ids(cJSON_GetObjectItem(greedy, "tokens"), &n_gen);
-        const cJSON *margins = cJSON_GetObjectItem(greedy, "margins");
-        const cJSON *chosen = cJSON_GetObjectItem(greedy, "logits");
-        float *row = malloc((size_t)n_vocab * sizeof(float));
-        memcpy(row, final, (size_t)n_vocab * sizeof(float));
-        int compared = 0;
-        double worst_greedy = 0;
-        for (int step = 0; step < n_gen; step++) {
-            if (cJSON_GetArrayItem(margins, step)->valuedouble < b->greedy_margin * scale) break;
-            int32_t tok = argmax(row, n_vocab);
-            if (!TEST_CHECK(tok == want[step], "%s: greedy step %d chose %d, llama.cpp %d", what, step,
-                            tok, want[step]))
-                break;
-            worst_greedy = fmax(worst_greedy, fabs((double)row[tok] - cJSON_GetArrayItem(chosen, step)->valuedouble));
-            compared++;
-            if (inf_session_eval(s, &tok, 1, INF_LOGITS_LAST, row, &err) != INF_OK) {
-                TEST_CHECK(false, "decode: %s", err.msg);
-                break;
-            }
-        }
-        TEST_CHECK(worst_greedy <= b->positions_top * scale, "%s: greedy logits differ by %.3g", what, worst_greedy);
-        printf("  %-22s final max|d| %.2e  positions top-20 max|d| %.2e  greedy %2d/%d steps (max|d| %.2e)\n",
-               what, worst_all, worst_pos, compared, n_gen, worst_greedy);
-        free(row);
-        free(want);
+    ids = json_ids(cJSON_GetObjectItem(g, "prompt_tokens"), &n);
+    logits = malloc((size_t)n * (size_t)n_vocab * sizeof(float));
+    if (!TEST_CHECK(inf_session_new(m, 256, &s, &err) == INF_OK, "session: %s", err.msg) ||
+        !TEST_CHECK(inf_session_eval(s, ids, n, INF_LOGITS_ALL, logits, &err) == INF_OK, "eval: %s", err.msg))
+        goto done;
+    float *final = logits + (size_t)(n - 1) * (size_t)n_vocab;
+    double worst_all = 0, worst_pos = 0;
+    for (int i = 0; i < n_vocab; i++) worst_all = fmax(worst_all, fabs((double)final[i] - dump[i]));
+    if (kv_type == INF_KV_F32) /* every logit, not just the top */
+        TEST_CHECK(worst_all <= tol, "%s: final logits differ by up to %.3g (tol %.3g)", what, worst_all, tol);
+    const cJSON *positions = cJSON_GetObjectItem(g, "positions");
+    for (int p = 0; p < cJSON_GetArraySize(positions); p++) {
+        const cJSON *pos = cJSON_GetArrayItem(positions, p);
+        int at = cJSON_GetObjectItem(pos, "pos")->valueint;
+        snprintf(label, sizeof label, "%s pos %d", what, at);
+        worst_pos = fmax(worst_pos, check_top(label, logits + (size_t)at * (size_t)n_vocab, n_vocab,
+                                              cJSON_GetObjectItem(pos, "top"), tol));
     }
+    snprintf(label, sizeof label, "%s final", what);
+    double worst_top = check_top(label, final, n_vocab,
+                                 cJSON_GetObjectItem(cJSON_GetObjectItem(g, "final"), "top"), tol);
+    int steps = check_greedy(what, s, final, n_vocab, cJSON_GetObjectItem(g, "greedy"), min_margin, tol);
+    printf("  %-19s tol %.1e | final: all %.2e top-20 %.2e | positions top-20 %.2e | greedy %2d steps\n",
+           what, tol, worst_all, worst_top, worst_pos, steps);
+done:
     free(logits);
     free(ids);
     inf_session_free(s);
     inf_model_free(m);
     cJSON_Delete(g);
+    cJSON_Delete(g16);
     free(dump);
 }
 
@@ -192,6 +219,6 @@ int main(void) {
     for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++)
         for (size_t p = 0; p < 3; p++) run_case(&budgets[b], prompts[p], INF_KV_F32);
     for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++)
-        run_case(&budgets[b], "p3", INF_KV_F16);
+        for (size_t p = 0; p < 3; p++) run_case(&budgets[b], prompts[p], INF_KV_F16);
     return test_summary();
 }

@@ -1,3 +1,538 @@
-/* cmd_bench.c — STUB: `inferno bench`. */
+/*
+ * cmd_bench.c — `inferno bench`: prefill and decode speed, in the manner of
+ * llama-bench, next to the machine's measured read bandwidth.
+ *
+ * One model load (timed), one session sized for the largest case, then per
+ * case a warm-up run and -r timed repetitions; the median and the spread
+ * (min, max) over the repetitions are reported.
+ *   prefill P   one eval of P tokens asking for the last logits, then the
+ *               argmax: tok/s = P / time, and that time is the time to
+ *               first token.
+ *   decode N@D  the KV cache is filled with D tokens (not timed), then N
+ *               single-token evals with logits are timed: tok/s = N / time.
+ * Decode is memory-bound, so each decode case also reports the bytes read
+ * per token (all weights, plus the K and V rows the attention reads at the
+ * average context over the N steps) as GB/s, and that as a share of the
+ * machine's sequential read bandwidth measured with the same thread count
+ * (inf_measure_read_bandwidth, run in a child process so that its buffer
+ * does not count in this process's peak RSS).
+ *
+ * Token ids are pseudo-random ordinary tokens (never special ones), the
+ * same sequence in every repetition; bench/llama_bench.c draws the same
+ * ids, so both engines see the same input.
+ */
 #include "cli/cli.h"
-int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; return cli_fail(EXIT_RUNTIME, "bench", "not implemented yet"); }
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *usage_text =
+    "usage: inferno bench -m MODEL [-t THREADS] [-p 17,511,2044] [-n 64] [-d 0,511,2044]\n"
+    "                     [-r 5] [-c CTX] [--no-mmap] [--kv-type f32|f16] [--no-warmup]\n"
+    "                     [--bw-mib 1024] [--trace] [--json]\n"
+    "\n"
+    "Measures prefill and decode speed. After one warm-up run per case, each case\n"
+    "is repeated -r times and the median, min and max tokens/s are reported.\n"
+    "  -p LIST      prefill cases: tokens per prompt (0 = no prefill cases);\n"
+    "               also reports the time to first token\n"
+    "  -n N         decode case: N single-token steps (0 = no decode cases)\n"
+    "  -d LIST      context depths for the decode case: the KV cache is filled\n"
+    "               with that many tokens first (not timed)\n"
+    "  -r REPS      timed repetitions per case (default 5)\n"
+    "  -t THREADS   threads (default: the physical cores)\n"
+    "  --no-mmap    read the weights into anonymous memory instead of mapping\n"
+    "               the file (compare engines this way: mapped reads are erratic\n"
+    "               on some VMs)\n"
+    "  --kv-type    KV cache element type (default f32)\n"
+    "  --no-warmup  skip the warm-up runs\n"
+    "  --bw-mib N   buffer size for the bandwidth measurement (default 1024;\n"
+    "               0 = do not measure)\n"
+    "  --trace      print calls and time per op at exit (slows the run)\n"
+    "  --json       one JSON object per line and case, then a summary object\n"
+    "Decode cases report GB/s read per token (weights + KV rows) and its share\n"
+    "of the sequential read bandwidth the bench measures with the same threads.\n"
+    "Token ids are pseudo-random ordinary tokens, the same in every repetition.\n";
+
+/* ------------------------------------------------------------------ options */
+
+typedef struct bench_opts {
+    cli_model_args model;
+    int32_t *prefill; /* [n_prefill] prompt lengths */
+    size_t n_prefill;
+    int n_decode;
+    int32_t *depths; /* [n_depths] decode depths */
+    size_t n_depths;
+    int reps;
+    bool warmup;
+    bool json;
+    long bw_mib;
+} bench_opts;
+
+enum { MAX_CASE_TOKENS = 1 << 24 };
+
+/* A comma list of counts in [min, MAX_CASE_TOKENS]; a lone 0 means none
+ * when allow_none. */
+static bool parse_counts(const char *s, int min, bool allow_none, int32_t **out, size_t *n) {
+    if (!cli_parse_ids(s, out, n)) return false;
+    if (allow_none && *n == 1 && (*out)[0] == 0) {
+        *n = 0;
+        return true;
+    }
+    for (size_t i = 0; i < *n; i++)
+        if ((*out)[i] < min || (*out)[i] > MAX_CASE_TOKENS) {
+            free(*out);
+            *out = NULL;
+            return false;
+        }
+    return true;
+}
+
+/* Returns 0, or the exit code after a usage message. */
+static int parse_args(int argc, char **argv, bench_opts *o, bool *help) {
+    const char *cmd = "bench";
+    long v;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *val;
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            *help = true;
+            return 0;
+        } else if (!strcmp(f, "-p") || !strcmp(f, "--n-prompt")) {
+            if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
+            free(o->prefill);
+            o->prefill = NULL;
+            if (!parse_counts(val, 1, true, &o->prefill, &o->n_prefill))
+                return cli_fail(EXIT_USAGE, cmd, "-p wants prompt lengths like 17,511 (or 0), got '%s'", val);
+        } else if (!strcmp(f, "-n") || !strcmp(f, "--n-gen")) {
+            if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
+            if (!cli_parse_int(val, 0, MAX_CASE_TOKENS, &v))
+                return cli_fail(EXIT_USAGE, cmd, "-n wants a token count from 0, got '%s'", val);
+            o->n_decode = (int)v;
+        } else if (!strcmp(f, "-d") || !strcmp(f, "--depth")) {
+            if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
+            free(o->depths);
+            o->depths = NULL;
+            if (!parse_counts(val, 0, false, &o->depths, &o->n_depths))
+                return cli_fail(EXIT_USAGE, cmd, "-d wants context depths like 0,511, got '%s'", val);
+        } else if (!strcmp(f, "-r") || !strcmp(f, "--repetitions")) {
+            if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
+            if (!cli_parse_int(val, 1, 1000, &v))
+                return cli_fail(EXIT_USAGE, cmd, "-r wants a repetition count from 1 to 1000, got '%s'", val);
+            o->reps = (int)v;
+        } else if (!strcmp(f, "--bw-mib")) {
+            if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
+            if (!cli_parse_int(val, 0, 1 << 20, &v))
+                return cli_fail(EXIT_USAGE, cmd, "--bw-mib wants a size in MiB (0 = skip), got '%s'", val);
+            o->bw_mib = v;
+        } else if (!strcmp(f, "--no-warmup")) {
+            o->warmup = false;
+        } else if (!strcmp(f, "--json")) {
+            o->json = true;
+        } else {
+            int r = cli_model_flag(cmd, &o->model, argc, argv, &i);
+            if (r < 0) return EXIT_USAGE;
+            /* -p is ours, so only --tokens can reach the prompt fields */
+            if (r == 0 || o->model.token_list)
+                return cli_fail(EXIT_USAGE, cmd, "unknown option '%s' (see --help)", f);
+        }
+    }
+    if (!o->model.model_path) return cli_fail(EXIT_USAGE, cmd, "no model: give -m MODEL.gguf");
+    if (o->n_prefill == 0 && o->prefill && o->n_decode == 0)
+        return cli_fail(EXIT_USAGE, cmd, "nothing to measure: -p 0 and -n 0");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ measuring */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The benchmark's token ids: a 64-bit LCG (Knuth's MMIX constants) from a
+ * fixed seed, the state's top 31 bits modulo the count of ordinary tokens.
+ * bench/llama_bench.c implements the same sequence. */
+typedef struct token_stream {
+    uint64_t state;
+    int32_t n_ordinary;
+} token_stream;
+
+enum { TOKEN_SEED = 1234 };
+
+static int32_t next_token(token_stream *ts) {
+    ts->state = ts->state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (int32_t)((ts->state >> 33) % (uint64_t)ts->n_ordinary);
+}
+
+/* Ids below the first special token of the model's tokenizer (for Qwen3
+ * the added tokens follow the BPE vocabulary), else the whole vocabulary. */
+static int32_t ordinary_token_count(const inf_model *m, int n_vocab) {
+    static const char *const specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+    int32_t count = n_vocab;
+    const inf_tokenizer *tok = inf_model_tokenizer(m);
+    if (tok)
+        for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
+            int32_t id = inf_tokenizer_find_special(tok, specials[i]);
+            if (id > 0 && id < count) count = id;
+        }
+    return count;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct spread {
+    double median, min, max;
+} spread;
+
+/* Sorts v[n] in place. */
+static spread spread_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return (spread){median, v[0], v[n - 1]};
+}
+
+/* Measures the read bandwidth in a child process: its buffer must not
+ * count in this process's peak RSS. Returns 0 GB/s on failure (and says
+ * why on stderr). */
+static double measure_bandwidth(int n_threads, long mib) {
+    int fd[2];
+    if (pipe(fd) != 0) return 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return 0;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        double gb_s = 0;
+        inf_error err = {0};
+        if (inf_measure_read_bandwidth(n_threads, (size_t)mib << 20, &gb_s, &err))
+            fprintf(stderr, "inferno bench: %s\n", err.msg);
+        ssize_t w = write(fd[1], &gb_s, sizeof gb_s);
+        _exit(w == (ssize_t)sizeof gb_s ? 0 : 1);
+    }
+    close(fd[1]);
+    double gb_s = 0;
+    ssize_t got;
+    do got = read(fd[0], &gb_s, sizeof gb_s);
+    while (got < 0 && errno == EINTR);
+    close(fd[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    return got == (ssize_t)sizeof gb_s ? gb_s : 0;
+}
+
+typedef struct bench_ctx {
+    const bench_opts *o;
+    inf_model *model;
+    inf_model_info info;
+    inf_session *session;
+    int32_t *tokens; /* [max case tokens] scratch ids */
+    float *logits;   /* [n_vocab] */
+    int32_t n_ordinary;
+    double bw_gb_s;  /* 0 = not measured */
+    int kv_elem_bytes;
+    bool progress;   /* stderr is a terminal */
+    int32_t first_token; /* argmax after a prefill: part of the time to first token */
+} bench_ctx;
+
+/* "1.23 GB", "456.7 MB", "12.3 kB" into buf. */
+static const char *human_bytes(double bytes, char *buf, size_t cap) {
+    if (bytes >= 1e9) snprintf(buf, cap, "%.2f GB", bytes * 1e-9);
+    else if (bytes >= 1e6) snprintf(buf, cap, "%.1f MB", bytes * 1e-6);
+    else snprintf(buf, cap, "%.1f kB", bytes * 1e-3);
+    return buf;
+}
+
+static void progress(const bench_ctx *b, const char *name, int rep) {
+    if (!b->progress) return;
+    if (rep < 0) fprintf(stderr, "\r%-40s\r", "");
+    else if (rep == 0) fprintf(stderr, "\rinferno bench: %s warm-up          ", name);
+    else fprintf(stderr, "\rinferno bench: %s rep %d/%d          ", name, rep, b->o->reps);
+    fflush(stderr);
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* Clears the session and evaluates n tokens from a fresh stream; returns
+ * the seconds from the eval's start to the argmax of its logits (mode LAST)
+ * or -1 after printing the error. */
+static double timed_prefill(bench_ctx *b, int n, inf_logits_mode mode, token_stream *ts) {
+    inf_error err = {0};
+    if (inf_session_truncate(b->session, 0, &err)) {
+        cli_fail_error("bench", &err);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) b->tokens[i] = next_token(ts);
+    double t0 = now_s();
+    if (inf_session_eval(b->session, b->tokens, n, mode, b->logits, &err)) {
+        cli_fail_error("bench", &err);
+        return -1;
+    }
+    if (mode == INF_LOGITS_LAST) b->first_token = argmax(b->logits, b->info.n_vocab);
+    return now_s() - t0;
+}
+
+/* n single-token evals with logits, continuing the session; seconds or -1. */
+static double timed_decode(bench_ctx *b, int n, token_stream *ts) {
+    inf_error err = {0};
+    double t0 = now_s();
+    for (int i = 0; i < n; i++) {
+        int32_t id = next_token(ts);
+        if (inf_session_eval(b->session, &id, 1, INF_LOGITS_LAST, b->logits, &err)) {
+            cli_fail_error("bench", &err);
+            return -1;
+        }
+    }
+    return now_s() - t0;
+}
+
+static void print_json_head(const bench_ctx *b, const char *kind, int tokens, int depth) {
+    printf("{\"engine\": \"inferno\", \"kind\": \"%s\", \"tokens\": %d, \"depth\": %d, "
+           "\"threads\": %d, \"reps\": %d, \"model\": \"",
+           kind, tokens, depth, b->info.n_threads, b->o->reps);
+    for (const char *p = b->o->model.model_path; *p; p++) {
+        if (*p == '"' || *p == '\\') putchar('\\');
+        if ((unsigned char)*p < 0x20) printf("\\u%04x", *p);
+        else putchar(*p);
+    }
+    printf("\", \"weight_type\": \"%s\", \"isa\": \"%s\", \"kv_type\": \"%s\", \"mmap\": %s",
+           inf_dtype_name(b->info.weight_type), b->info.isa,
+           b->o->model.kv_type == INF_KV_F16 ? "f16" : "f32", b->o->model.no_mmap ? "false" : "true");
+}
+
+static void print_json_samples(const double *seconds, int n) {
+    printf(", \"samples_s\": [");
+    for (int i = 0; i < n; i++) printf("%s%.6f", i ? ", " : "", seconds[i]);
+    printf("]");
+}
+
+static int bench_prefill(bench_ctx *b, int n) {
+    int reps = b->o->reps;
+    double seconds[1000], tok_s[1000];
+    char name[32];
+    snprintf(name, sizeof name, "pp%d", n);
+    token_stream ts = {TOKEN_SEED, b->n_ordinary};
+    if (b->o->warmup) {
+        progress(b, name, 0);
+        if (timed_prefill(b, n, INF_LOGITS_LAST, &ts) < 0) return EXIT_RUNTIME;
+    }
+    for (int r = 0; r < reps; r++) {
+        progress(b, name, r + 1);
+        ts.state = TOKEN_SEED;
+        if ((seconds[r] = timed_prefill(b, n, INF_LOGITS_LAST, &ts)) < 0) return EXIT_RUNTIME;
+        tok_s[r] = seconds[r] > 0 ? n / seconds[r] : 0;
+    }
+    progress(b, name, -1);
+    double sorted_s[1000];
+    memcpy(sorted_s, seconds, (size_t)reps * sizeof *seconds);
+    spread speed = spread_of(tok_s, reps), ttft = spread_of(sorted_s, reps);
+    if (b->o->json) {
+        print_json_head(b, "prefill", n, 0);
+        printf(", \"tok_s_median\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f, "
+               "\"ttft_ms_median\": %.3f, \"ttft_ms_min\": %.3f, \"ttft_ms_max\": %.3f",
+               speed.median, speed.min, speed.max, 1e3 * ttft.median, 1e3 * ttft.min, 1e3 * ttft.max);
+        print_json_samples(seconds, reps);
+        printf("}\n");
+    } else {
+        printf("  %-14s %10.2f %10.2f %10.2f %11.2f %8s %6s\n", name, speed.median, speed.min,
+               speed.max, 1e3 * ttft.median, "-", "-");
+    }
+    fflush(stdout);
+    return 0;
+}
+
+static int bench_decode(bench_ctx *b, int n, int depth) {
+    int reps = b->o->reps;
+    double seconds[1000], tok_s[1000];
+    char name[48];
+    snprintf(name, sizeof name, "tg%d @ d%d", n, depth);
+    token_stream ts = {TOKEN_SEED, b->n_ordinary};
+    if (b->o->warmup) {
+        progress(b, name, 0);
+        if (timed_prefill(b, 1, INF_LOGITS_LAST, &ts) < 0) return EXIT_RUNTIME;
+    }
+    for (int r = 0; r < reps; r++) {
+        progress(b, name, r + 1);
+        ts.state = TOKEN_SEED;
+        inf_error err = {0};
+        if (depth > 0) {
+            if (timed_prefill(b, depth, INF_LOGITS_NONE, &ts) < 0) return EXIT_RUNTIME;
+        } else if (inf_session_truncate(b->session, 0, &err)) {
+            return cli_fail_error("bench", &err);
+        }
+        if ((seconds[r] = timed_decode(b, n, &ts)) < 0) return EXIT_RUNTIME;
+        tok_s[r] = seconds[r] > 0 ? n / seconds[r] : 0;
+    }
+    progress(b, name, -1);
+    spread speed = spread_of(tok_s, reps);
+    /* Step i (0-based) attends over depth + i + 1 cached positions. */
+    double avg_ctx = depth + 0.5 * (n + 1);
+    double kv_bytes = (double)b->info.n_layer * avg_ctx * b->info.n_head_kv * b->info.head_dim * 2.0 *
+                      b->kv_elem_bytes;
+    double bytes_per_tok = (double)b->info.weight_bytes + kv_bytes;
+    double gb_s = bytes_per_tok * speed.median * 1e-9;
+    double bw_pct = b->bw_gb_s > 0 ? 100.0 * gb_s / b->bw_gb_s : -1;
+    if (b->o->json) {
+        print_json_head(b, "decode", n, depth);
+        printf(", \"tok_s_median\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f, "
+               "\"ms_per_tok_median\": %.3f, \"weight_bytes\": %llu, \"kv_bytes_per_tok\": %.0f, "
+               "\"gb_s\": %.3f, \"bw_pct\": ",
+               speed.median, speed.min, speed.max, speed.median > 0 ? 1e3 / speed.median : 0.0,
+               (unsigned long long)b->info.weight_bytes, kv_bytes, gb_s);
+        if (bw_pct >= 0) printf("%.2f", bw_pct);
+        else printf("null");
+        print_json_samples(seconds, reps);
+        printf("}\n");
+    } else {
+        char pct[16] = "-";
+        if (bw_pct >= 0) snprintf(pct, sizeof pct, "%.1f", bw_pct);
+        printf("  %-14s %10.2f %10.2f %10.2f %11s %8.2f %6s\n", name, speed.median, speed.min,
+               speed.max, "-", gb_s, pct);
+    }
+    fflush(stdout);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ command */
+
+static int run_cases(bench_ctx *b) {
+    const bench_opts *o = b->o;
+    for (size_t i = 0; i < o->n_prefill; i++) {
+        int rc = bench_prefill(b, o->prefill[i]);
+        if (rc) return rc;
+    }
+    if (o->n_decode > 0)
+        for (size_t i = 0; i < o->n_depths; i++) {
+            int rc = bench_decode(b, o->n_decode, o->depths[i]);
+            if (rc) return rc;
+        }
+    return 0;
+}
+
+/* Loads the model, measures, prints; need = the session's context. */
+static int bench_model(bench_opts *o, int need) {
+    bench_ctx b = {.o = o, .progress = isatty(STDERR_FILENO) == 1};
+    b.kv_elem_bytes = o->model.kv_type == INF_KV_F16 ? 2 : 4;
+    double t0 = now_s();
+    b.model = cli_load_model("bench", &o->model);
+    double load_s = now_s() - t0;
+    if (!b.model) return EXIT_RUNTIME;
+    inf_model_get_info(b.model, &b.info);
+    b.n_ordinary = ordinary_token_count(b.model, b.info.n_vocab);
+    if (o->bw_mib > 0) {
+        if (b.progress) fprintf(stderr, "inferno bench: measuring the read bandwidth...");
+        b.bw_gb_s = measure_bandwidth(b.info.n_threads, o->bw_mib);
+        progress(&b, "", -1);
+    }
+    int rc = 0;
+    inf_error err = {0};
+    b.tokens = malloc((size_t)need * sizeof *b.tokens);
+    b.logits = malloc((size_t)b.info.n_vocab * sizeof *b.logits);
+    if (!b.tokens || !b.logits) rc = cli_fail(EXIT_RUNTIME, "bench", "out of memory");
+    else if (inf_session_new(b.model, need, &b.session, &err)) rc = cli_fail_error("bench", &err);
+    /* K and V: [n_layer][need][n_head_kv * head_dim] each */
+    uint64_t kv_cache_bytes = (uint64_t)b.info.n_layer * (uint64_t)need * (uint64_t)b.info.n_head_kv *
+                              (uint64_t)b.info.head_dim * 2u * (uint64_t)b.kv_elem_bytes;
+
+    if (!rc && !o->json) {
+        printf("inferno bench: %s%s%s%s\n", o->model.model_path, *b.info.name ? " (" : "",
+               b.info.name, *b.info.name ? ")" : "");
+        char weights[32], kv[32];
+        printf("  %s weights, %s, %d layers, %.1f M params; KV cache %s, %s for %d tokens\n",
+               inf_dtype_name(b.info.weight_type),
+               human_bytes((double)b.info.weight_bytes, weights, sizeof weights), b.info.n_layer,
+               b.info.n_params * 1e-6, o->model.kv_type == INF_KV_F16 ? "f16" : "f32",
+               human_bytes((double)kv_cache_bytes, kv, sizeof kv), need);
+        printf("  kernels %s, %d threads, weights %s, loaded in %.3f s\n", b.info.isa,
+               b.info.n_threads, o->model.no_mmap ? "in anonymous memory" : "mapped from the file",
+               load_s);
+        if (b.bw_gb_s > 0)
+            printf("  read bandwidth %.1f GB/s (measured: %d threads, %ld MiB)\n", b.bw_gb_s,
+                   b.info.n_threads, o->bw_mib);
+        printf("  %d repetitions per case%s: median, min, max\n\n", o->reps,
+               o->warmup ? " after a warm-up" : "");
+        printf("  %-14s %10s %10s %10s %11s %8s %6s\n", "case", "tok/s", "min", "max", "ttft ms",
+               "GB/s", "% bw");
+        fflush(stdout);
+    }
+    if (!rc) rc = run_cases(&b);
+    if (!rc) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        double peak_rss_mb = (double)ru.ru_maxrss * 1024.0 * 1e-6; /* ru_maxrss is in KiB */
+        if (o->json) {
+            print_json_head(&b, "summary", 0, 0);
+            printf(", \"load_s\": %.4f, \"peak_rss_mb\": %.1f, \"bandwidth_gb_s\": %.2f, "
+                   "\"weight_bytes\": %llu, \"kv_cache_bytes\": %llu, \"n_ctx\": %d, "
+                   "\"n_params\": %llu}\n",
+                   load_s, peak_rss_mb, b.bw_gb_s, (unsigned long long)b.info.weight_bytes,
+                   (unsigned long long)kv_cache_bytes, need, (unsigned long long)b.info.n_params);
+        } else {
+            char weights[32], kv[32];
+            printf("\n  peak RSS %.1f MB (weights %s + KV cache %s)\n", peak_rss_mb,
+                   human_bytes((double)b.info.weight_bytes, weights, sizeof weights),
+                   human_bytes((double)kv_cache_bytes, kv, sizeof kv));
+        }
+        fflush(stdout);
+    }
+    if (o->model.trace) inf_model_print_trace(b.model, stderr);
+    inf_session_free(b.session);
+    inf_model_free(b.model);
+    free(b.tokens);
+    free(b.logits);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv) {
+    static int32_t default_prefill[] = {17, 511, 2044}, default_depths[] = {0, 511, 2044};
+    bench_opts o = {.n_decode = 64, .reps = 5, .warmup = true, .bw_mib = 1024};
+    bool help = false;
+    int rc = parse_args(argc, argv, &o, &help);
+    if (help) fputs(usage_text, stdout);
+    /* -p / -d not given: the issue's cases (-p 0 gives an empty list) */
+    bool own_prefill = o.prefill != NULL, own_depths = o.depths != NULL;
+    if (!rc && !help) {
+        if (!own_prefill) {
+            o.prefill = default_prefill;
+            o.n_prefill = sizeof default_prefill / sizeof default_prefill[0];
+        }
+        if (!own_depths) {
+            o.depths = default_depths;
+            o.n_depths = sizeof default_depths / sizeof default_depths[0];
+        }
+        /* the session holds the largest case: a prompt, or depth + decode steps */
+        int need = 1;
+        for (size_t i = 0; i < o.n_prefill; i++)
+            if (o.prefill[i] > need) need = o.prefill[i];
+        if (o.n_decode > 0)
+            for (size_t i = 0; i < o.n_depths; i++)
+                if (o.depths[i] + o.n_decode > need) need = o.depths[i] + o.n_decode;
+        if (o.model.n_ctx && o.model.n_ctx < need) {
+            rc = cli_fail(EXIT_USAGE, "bench", "-c %d is below the %d tokens the largest case needs",
+                          o.model.n_ctx, need);
+        } else {
+            if (!o.model.n_ctx) o.model.n_ctx = need;
+            rc = bench_model(&o, need);
+        }
+    }
+    if (own_prefill) free(o.prefill);
+    if (own_depths) free(o.depths);
+    return rc;
+}

@@ -458,12 +458,12 @@ static inf_status read_header(cursor *c, gguf_file *f) {
         }
         t->type = (inf_dtype)type;
         uint64_t row_bytes;
-        if (!inf_dtype_row_bytes(t->type, t->ne[0], &row_bytes))
+        if (t->ne[0] % (uint64_t)inf_dtype_block_elems(t->type) != 0)
             return inf_errorf(c->err, INF_ERR_FORMAT,
                               "%s: tensor '%s' of type %s has rows of %llu elements, not a multiple of %lld",
                               c->path, name, inf_dtype_name(t->type), (ull)t->ne[0],
                               (long long)inf_dtype_block_elems(t->type));
-        if (!inf_mul_u64(row_bytes, n_elems / t->ne[0], &t->nbytes))
+        if (!inf_dtype_row_bytes(t->type, t->ne[0], &row_bytes) || !inf_mul_u64(row_bytes, n_elems / t->ne[0], &t->nbytes))
             return inf_errorf(c->err, INF_ERR_FORMAT, "%s: tensor '%s' byte size overflows", c->path, name);
         if (t->offset % f->alignment != 0)
             return inf_errorf(c->err, INF_ERR_FORMAT,
@@ -804,18 +804,6 @@ void gguf_writer_set_str_array(gguf_writer *w, const char *key, const char *cons
         }
     }
     writer_put(w, key, &val);
-}
-
-void gguf_writer_remove(gguf_writer *w, const char *key) {
-    for (size_t i = 0; i < w->n_kv; i++) {
-        if (!strcmp(w->kv[i].key.data, key)) {
-            free(w->kv[i].key.data);
-            value_free(&w->kv[i].value);
-            memmove(&w->kv[i], &w->kv[i + 1], (w->n_kv - i - 1) * sizeof *w->kv);
-            w->n_kv--;
-            return;
-        }
-    }
 }
 
 void gguf_writer_add_tensor(gguf_writer *w, const char *name, inf_dtype type, uint32_t n_dims, const uint64_t *ne,

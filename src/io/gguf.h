@@ -141,8 +141,6 @@ void gguf_writer_set_value(gguf_writer *w, const char *key, const gguf_value *v)
 /* Array of numbers/bools packed in the element width. */
 void gguf_writer_set_array(gguf_writer *w, const char *key, gguf_type elem_type, const void *data, uint64_t n);
 void gguf_writer_set_str_array(gguf_writer *w, const char *key, const char *const *strs, uint64_t n);
-/* Removes a key (no-op when absent). */
-void gguf_writer_remove(gguf_writer *w, const char *key);
 
 /* Adds a tensor; data is borrowed (not copied) and must stay valid until
  * gguf_writer_write returns. ne is fastest-varying first. */

@@ -201,7 +201,7 @@ static inf_status bind_tensors(inf_model *m, inf_error *err) {
 
     m->layers = calloc((size_t)c->n_layer, sizeof *m->layers);
     if (!m->layers) return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", f->path);
-    uint64_t n_expected = 3 + (m->tied_output ? 0 : 1);
+    uint64_t n_expected = 2 + (m->tied_output ? 0 : 1); /* token_embd, output_norm, output */
     for (int l = 0; l < c->n_layer; l++) {
         qwen3_layer *L = &m->layers[l];
         char name[64];

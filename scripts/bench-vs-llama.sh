@@ -1,0 +1,192 @@
+#!/bin/sh
+# Measures inferno against llama.cpp on the same GGUF, the same threads and
+# the same cases, weights in anonymous memory on both sides, the two engines
+# run alternately (round 1 inferno first, round 2 llama.cpp first, ...), and
+# prints per case the median over the rounds of each engine's tok/s, their
+# ratio, inferno's GB/s and % of the measured read bandwidth, and issue 4's
+# target for that figure.
+#
+#   sh scripts/bench-vs-llama.sh [-m MODEL]... [-t 2,1] [-r 3] [--reps 3]
+#        [-p 511,2044] [-n 64] [-d 17,511,2044] [--types q8_0,bf16]
+#        [--kv-type f16|f32] [--mmap]
+#
+#   -m MODEL     a GGUF to measure (repeatable); default: synthetic models with
+#                the Qwen3-0.6B geometry, one per --types entry, written once
+#                by `inferno synth` into .deps/models (git-ignored)
+#   -t LIST      thread counts (default 2,1)
+#   -r ROUNDS    alternating rounds (default 3)
+#   --reps N     repetitions inside each bench run (default 3); a round's
+#                figure is that run's median
+#   -p -n -d     the cases (default: prefill 511 and 2044, decode 64 after 17,
+#                511 and 2044 tokens)
+#   --kv-type    KV cache type on both sides (default f16, llama.cpp's default)
+#   --mmap       map the file on both sides instead (erratic on some VMs)
+# Every bench line (tagged with its round) and the comparison rows go to
+# bench/results/vs-llama-DATE.jsonl. Needs build/inferno (made if missing),
+# npm (llama.cpp via scripts/install-llama.sh) and node (the table).
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+models=""
+threads=2,1
+rounds=3
+reps=3
+prefill=511,2044
+n_decode=64
+depths=17,511,2044
+types=q8_0,bf16
+kv=f16
+mmap=0
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+need_value() { [ $# -ge 2 ] || { echo "bench-vs-llama: $1 needs a value" >&2; exit 2; }; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -h|--help) usage; exit 0 ;;
+        -m) need_value "$@"; models="$models $2"; shift 2 ;;
+        -t) need_value "$@"; threads=$2; shift 2 ;;
+        -r) need_value "$@"; rounds=$2; shift 2 ;;
+        --reps) need_value "$@"; reps=$2; shift 2 ;;
+        -p) need_value "$@"; prefill=$2; shift 2 ;;
+        -n) need_value "$@"; n_decode=$2; shift 2 ;;
+        -d) need_value "$@"; depths=$2; shift 2 ;;
+        --types) need_value "$@"; types=$2; shift 2 ;;
+        --kv-type) need_value "$@"; kv=$2; shift 2 ;;
+        --mmap) mmap=1; shift ;;
+        *) echo "bench-vs-llama: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+case "$rounds" in ''|*[!0-9]*|0) echo "bench-vs-llama: -r wants a round count from 1" >&2; exit 2 ;; esac
+case "$kv" in f16|f32) ;; *) echo "bench-vs-llama: --kv-type wants f16 or f32" >&2; exit 2 ;; esac
+command -v node >/dev/null || { echo "bench-vs-llama: node is needed for the table" >&2; exit 1; }
+
+[ -x build/inferno ] || make -j2 >/dev/null
+LLAMA=$(sh scripts/install-llama.sh)
+
+if [ -z "$models" ]; then
+    mkdir -p .deps/models
+    for type in $(echo "$types" | tr , ' '); do
+        file=.deps/models/qwen3-0.6b-synth-$type.gguf
+        if [ ! -f "$file" ]; then
+            echo "bench-vs-llama: writing $file (Qwen3-0.6B geometry, random weights)" >&2
+            build/inferno synth -o "$file" --type "$type" \
+                --name "Qwen3-0.6B-geometry synthetic ($type, random weights)" >&2
+        fi
+        models="$models $file"
+    done
+fi
+
+if [ $mmap -eq 1 ]; then inferno_load=""; llama_load=mmap; else inferno_load=--no-mmap; llama_load=none; fi
+stamp=$(date -u +%Y%m%d-%H%M%S)
+mkdir -p bench/results
+results=bench/results/vs-llama-$stamp.jsonl
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+printf '{"kind": "meta", "date_utc": "%s", "git": "%s", "cpu": "%s", "cores_online": %s, "rounds": %s, "reps": %s, "kv_type": "%s", "load": "%s"}\n' \
+    "$stamp" "$rev" "$cpu" "$(nproc)" "$rounds" "$reps" "$kv" "$llama_load" >"$results"
+
+# run ENGINE MODEL THREADS ROUND: one bench run, its lines tagged and appended
+run() {
+    start=$(date +%s)
+    if [ "$1" = inferno ]; then
+        build/inferno bench -m "$2" -t "$3" -p "$prefill" -n "$n_decode" -d "$depths" -r "$reps" \
+            --kv-type "$kv" $inferno_load --json >"$tmp"
+    else
+        "$LLAMA" bench -m "$2" -t "$3" -p "$prefill" -n "$n_decode" -d "$depths" -r "$reps" \
+            --kv-type "$kv" --load-mode "$llama_load" >"$tmp"
+    fi
+    sed "s|^{|{\"round\": $4, \"file\": \"$2\", |" "$tmp" >>"$results"
+    echo "bench-vs-llama: round $4/$rounds $1 $(basename "$2") -t $3: $(( $(date +%s) - start )) s" >&2
+}
+
+t_all=$(date +%s)
+round=1
+while [ $round -le "$rounds" ]; do
+    for model in $models; do
+        for t in $(echo "$threads" | tr , ' '); do
+            if [ $((round % 2)) -eq 1 ]; then
+                run inferno "$model" "$t" $round
+                run llama "$model" "$t" $round
+            else
+                run llama "$model" "$t" $round
+                run inferno "$model" "$t" $round
+            fi
+        done
+    done
+    round=$((round + 1))
+done
+
+node - "$results" <<'EOF'
+// The table: per model, threads and case, the median over rounds of each
+// engine's per-run median tok/s; the ratio; inferno's GB/s and % of the
+// measured bandwidth; issue 4's targets. Comparison rows are appended to
+// the results file.
+const fs = require("fs");
+const file = process.argv[2];
+const lines = fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+const median = (v) => {
+  const s = [...v].sort((a, b) => a - b), n = s.length;
+  return n === 0 ? NaN : n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+};
+const groups = new Map();
+for (const l of lines) {
+  if (!l.engine) continue;
+  const key = [l.file, l.threads, l.kind, l.tokens, l.depth].join("|");
+  if (!groups.has(key)) groups.set(key, { file: l.file, threads: l.threads, kind: l.kind, tokens: l.tokens, depth: l.depth, inferno: [], llama: [] });
+  groups.get(key)[l.engine === "inferno" ? "inferno" : "llama"].push(l);
+}
+const pick = (runs, field) => median(runs.map((r) => r[field]).filter((x) => typeof x === "number"));
+const rows = [];
+for (const g of groups.values()) {
+  if (g.kind === "summary") continue;
+  const type = (g.inferno[0] || {}).weight_type || "?";
+  const ours = pick(g.inferno, "tok_s_median"), theirs = pick(g.llama, "tok_s_median");
+  let target = null;
+  if (g.threads === 1) target = { ratio: 1.0 };
+  else if (g.threads === 2 && type === "q8_0") target = g.kind === "prefill" ? { ratio: 1.5 } : g.depth === 17 ? { ratio: 2.0, bw_pct: 75 } : null;
+  else if (g.threads === 2 && type === "bf16") target = { ratio: g.kind === "prefill" ? 1.1 : 1.5 };
+  rows.push({
+    kind: "comparison", file: g.file, weight_type: type, threads: g.threads, case: g.kind, tokens: g.tokens, depth: g.depth,
+    rounds: Math.min(g.inferno.length, g.llama.length),
+    inferno_tok_s: ours, llama_tok_s: theirs, ratio: ours / theirs,
+    inferno_ttft_ms: g.kind === "prefill" ? pick(g.inferno, "ttft_ms_median") : null,
+    gb_s: g.kind === "decode" ? pick(g.inferno, "gb_s") : null,
+    bw_pct: g.kind === "decode" ? pick(g.inferno, "bw_pct") : null,
+    target_ratio: target ? target.ratio : null, target_bw_pct: target && target.bw_pct ? target.bw_pct : null,
+  });
+}
+const f = (x, d) => (typeof x === "number" && isFinite(x) ? x.toFixed(d) : "-");
+const caseName = (r) => (r.case === "prefill" ? `pp${r.tokens}` : `tg${r.tokens}@d${r.depth}`);
+console.log(`\n${"model".padEnd(30)} ${"thr".padStart(3)} ${"case".padEnd(12)} ${"inferno".padStart(9)} ${"llama.cpp".padStart(9)} ${"ratio".padStart(6)} ${"GB/s".padStart(6)} ${"% bw".padStart(5)}  target`);
+for (const r of rows) {
+  let target = "", verdict = "";
+  if (r.target_ratio) {
+    target = `>=${r.target_ratio.toFixed(1)}x` + (r.target_bw_pct ? ` >=${r.target_bw_pct}%bw` : "");
+    const ok = r.ratio >= r.target_ratio && (!r.target_bw_pct || r.bw_pct >= r.target_bw_pct);
+    verdict = ok ? " ok" : " below";
+  }
+  const name = r.file.split("/").pop().replace(/\.gguf$/, "");
+  console.log(`${name.padEnd(30)} ${String(r.threads).padStart(3)} ${caseName(r).padEnd(12)} ${f(r.inferno_tok_s, 2).padStart(9)} ${f(r.llama_tok_s, 2).padStart(9)} ${f(r.ratio, 2).padStart(6)} ${f(r.gb_s, 1).padStart(6)} ${f(r.bw_pct, 1).padStart(5)}  ${target}${verdict}`);
+}
+// decode at depth against decode after 17 tokens (target: >= 85% for q8_0, 2 threads)
+for (const r of rows) {
+  if (r.case !== "decode" || r.depth === 17) continue;
+  const base = rows.find((b) => b.file === r.file && b.threads === r.threads && b.case === "decode" && b.depth === 17);
+  if (base) console.log(`${r.file.split("/").pop()} -t ${r.threads}: inferno tg${r.tokens}@d${r.depth} is ${f((100 * r.inferno_tok_s) / base.inferno_tok_s, 1)}% of tg${base.tokens}@d17` + (r.weight_type === "q8_0" && r.threads === 2 && r.depth === 2044 ? " (target >= 85%)" : ""));
+}
+// load time and peak RSS against weights + KV cache (targets: <= 0.5 s, <= 1.1x)
+for (const g of groups.values()) {
+  if (g.kind !== "summary") continue;
+  const s = g.inferno;
+  if (!s.length) continue;
+  const rss = pick(s, "peak_rss_mb"), need = (s[0].weight_bytes + s[0].kv_cache_bytes) / 1e6;
+  const line = { kind: "comparison_summary", file: g.file, threads: g.threads, inferno_load_s: pick(s, "load_s"), llama_load_s: pick(g.llama, "load_s"),
+    inferno_peak_rss_mb: rss, llama_peak_rss_mb: pick(g.llama, "peak_rss_mb"), weights_plus_kv_mb: need, rss_ratio: rss / need, bandwidth_gb_s: pick(s, "bandwidth_gb_s") };
+  rows.push(line);
+  console.log(`${g.file.split("/").pop()} -t ${g.threads}: load ${f(line.inferno_load_s, 3)} s (llama.cpp ${f(line.llama_load_s, 3)} s, target <= 0.5), peak RSS ${f(rss, 0)} MB = ${f(line.rss_ratio, 2)}x weights+KV (target <= 1.1; llama.cpp ${f(line.llama_peak_rss_mb, 0)} MB), read bandwidth ${f(line.bandwidth_gb_s, 1)} GB/s`);
+}
+fs.appendFileSync(file, rows.map((r) => JSON.stringify(r)).join("\n") + "\n");
+EOF
+echo "bench-vs-llama: $(( $(date +%s) - t_all )) s in all; results in $results" >&2

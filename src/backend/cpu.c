@@ -1,0 +1,558 @@
+/*
+ * cpu.c — the CPU backend: ISA detection and selection, and the op table
+ * that splits every op into tasks on the thread pool and runs one ISA's
+ * kernels (kernels.h) on them.
+ *
+ * Splits: matmul by weight rows (decode: chunks sized to the thread count;
+ * prefill: gemm row panels, each multiplied with every token), attention by
+ * KV head (decode) and by KV head x query block (prefill, largest tasks
+ * first), element-wise ops by rows or chunks once they are large enough to
+ * pay for a dispatch. An op an ISA lacks runs the reference op of ref.c on
+ * sub-ranges, so the "ref" ISA is ref.c threaded, bit for bit.
+ *
+ * Per-thread scratch (gemm panels, attention tiles, the rounded activations
+ * of a threaded reference matmul) grows in the calling thread before a
+ * dispatch. Ops cannot fail: when it cannot grow, the op runs the reference
+ * op serially instead. The RoPE angle table is computed once per forward
+ * pass (it is the same for every layer) exactly as ref.c computes it.
+ *
+ * Like the pool, the backend runs one op at a time: the model's owner
+ * thread calls it (ops.h).
+ */
+#include "backend/cpu.h"
+
+#include "backend/kernels.h"
+#include "core/common.h"
+#include "core/pool.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ ISA selection */
+
+static const char *const isa_names[INF_ISA_COUNT] = {"ref", "avx2", "avx512"};
+
+const char *inf_isa_name(inf_isa isa) {
+    return (unsigned)isa < INF_ISA_COUNT ? isa_names[isa] : "?";
+}
+
+bool inf_isa_from_name(const char *name, inf_isa *out) {
+    for (int i = 0; i < INF_ISA_COUNT; i++)
+        if (strcmp(name, isa_names[i]) == 0) {
+            *out = (inf_isa)i;
+            return true;
+        }
+    return false;
+}
+
+static const inf_kernels *isa_kernels(inf_isa isa) {
+    switch (isa) {
+    case INF_ISA_AVX2: return inf_kernels_avx2();
+    case INF_ISA_AVX512: return inf_kernels_avx512();
+    default: return NULL;
+    }
+}
+
+bool inf_isa_supported(inf_isa isa) {
+    if (isa == INF_ISA_REF) return true;
+    if ((unsigned)isa >= INF_ISA_COUNT || !isa_kernels(isa)) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c");
+    if (isa == INF_ISA_AVX2) return avx2;
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+#else
+    return false;
+#endif
+}
+
+inf_isa inf_isa_best(void) {
+    for (int i = INF_ISA_COUNT - 1; i > INF_ISA_REF; i--)
+        if (inf_isa_supported((inf_isa)i)) return (inf_isa)i;
+    return INF_ISA_REF;
+}
+
+inf_status inf_isa_select(inf_isa *out, inf_error *err) {
+    const char *env = getenv("INFERNO_ISA");
+    if (!env || !*env) {
+        *out = inf_isa_best();
+        return INF_OK;
+    }
+    if (!inf_isa_from_name(env, out))
+        return inf_errorf(err, INF_ERR_INVALID, "INFERNO_ISA=%s: unknown ISA (ref, avx2, avx512)", env);
+    if (!inf_isa_supported(*out))
+        return inf_errorf(err, INF_ERR_UNSUPPORTED, "INFERNO_ISA=%s: this CPU (or build) lacks %s",
+                          env, env);
+    return INF_OK;
+}
+
+/* ------------------------------------------------------------------ the backend */
+
+typedef struct thread_tmp {
+    void *p;
+    size_t bytes;
+} thread_tmp;
+
+typedef struct cpu_backend {
+    inf_ops ops; /* first: the `self` every op receives */
+    const inf_ops *ref;
+    const inf_kernels *k; /* NULL for the "ref" ISA */
+    inf_pool *pool;
+    int n_threads;
+    thread_tmp *tmp; /* [n_threads] */
+    /* RoPE table of the last call: cos/sin [n_tok][2][head_dim/2] */
+    float *rope_cs;
+    size_t rope_cap; /* floats */
+    int rope_pos0, rope_n_tok, rope_head_dim;
+    float rope_base;
+} cpu_backend;
+
+/* The backend came from inf_ops_cpu_new (non-const storage). */
+static cpu_backend *cpu_of(const inf_ops *self) { return (cpu_backend *)self; }
+
+/* Makes every thread's scratch at least `bytes`; false when that fails. */
+static bool ensure_tmp(cpu_backend *c, size_t bytes) {
+    for (int i = 0; i < c->n_threads; i++) {
+        if (c->tmp[i].bytes >= bytes) continue;
+        inf_free_aligned(c->tmp[i].p);
+        c->tmp[i].p = inf_alloc_aligned(bytes);
+        c->tmp[i].bytes = c->tmp[i].p ? bytes : 0;
+        if (!c->tmp[i].p) return false;
+    }
+    return true;
+}
+
+/* Tasks for `units` units of work of which one task should hold at least
+ * min_units: up to per_thread tasks per thread. */
+static int split_tasks(const cpu_backend *c, int64_t units, int64_t min_units, int per_thread) {
+    int64_t tasks = units / (min_units > 0 ? min_units : 1);
+    int64_t cap = (int64_t)c->n_threads * per_thread;
+    if (tasks > cap) tasks = cap;
+    return tasks < 1 ? 1 : (int)tasks;
+}
+
+/* The i-th of `tasks` near-equal parts of [0, units), boundaries rounded to `align`. */
+static void task_range(int64_t units, int tasks, int i, int64_t align, int64_t *lo, int64_t *hi) {
+    int64_t chunks = (units + align - 1) / align;
+    *lo = INF_MIN(units, chunks * i / tasks * align);
+    *hi = INF_MIN(units, chunks * (i + 1) / tasks * align);
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+typedef struct matmul_job {
+    cpu_backend *c;
+    const inf_weight *w;
+    const float *x;
+    int n;
+    float *y;
+    void *scratch;
+    inf_act act;
+    int tasks;
+} matmul_job;
+
+static void act_task(void *ctx, int task, int thread) {
+    (void)thread;
+    matmul_job *j = ctx;
+    int64_t t0, t1;
+    task_range(j->n, j->tasks, task, 1, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++)
+        j->c->k->act_prepare(j->w->type, j->x + t * j->w->cols, j->w->cols,
+                             (char *)j->scratch + (size_t)t * j->act.stride);
+}
+
+static void matvec_task(void *ctx, int task, int thread) {
+    (void)thread;
+    matmul_job *j = ctx;
+    int64_t r0, r1;
+    task_range(j->w->rows, j->tasks, task, 16, &r0, &r1);
+    if (r0 < r1) j->c->k->matvec(j->w, &j->act, r0, r1, j->y, (size_t)j->w->rows);
+}
+
+static void gemm_task(void *ctx, int task, int thread) {
+    matmul_job *j = ctx;
+    const int64_t r0 = (int64_t)task * j->c->k->gemm_rows;
+    const int64_t r1 = INF_MIN(j->w->rows, r0 + j->c->k->gemm_rows);
+    j->c->k->gemm(j->w, &j->act, r0, r1, j->y, (size_t)j->w->rows, j->c->tmp[thread].p);
+}
+
+/* The reference matmul threaded: one token by row ranges (each thread
+ * rounds x into its own scratch), several by token ranges (each range
+ * rounds into its own slice of the op's scratch). */
+static void ref_matmul_task(void *ctx, int task, int thread) {
+    matmul_job *j = ctx;
+    const inf_weight *w = j->w;
+    if (j->n == 1) {
+        int64_t r0, r1;
+        task_range(w->rows, j->tasks, task, 16, &r0, &r1);
+        if (r0 >= r1) return;
+        inf_weight part = *w;
+        part.rows = r1 - r0;
+        part.data = (const char *)w->data + (size_t)r0 * w->row_bytes;
+        j->c->ref->matmul(j->c->ref, &part, j->x, 1, j->y + r0, j->c->tmp[thread].p);
+    } else {
+        int64_t t0, t1;
+        task_range(j->n, j->tasks, task, 1, &t0, &t1);
+        if (t0 >= t1) return;
+        j->c->ref->matmul(j->c->ref, w, j->x + t0 * w->cols, (int)(t1 - t0), j->y + t0 * w->rows,
+                          (char *)j->scratch + (size_t)t0 * (size_t)w->cols * sizeof(float));
+    }
+}
+
+/* Weight bytes a decode task should stream at least (~10 µs of reads). */
+enum { MATVEC_MIN_TASK_BYTES = 256 * 1024 };
+
+static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
+                       void *scratch) {
+    cpu_backend *c = cpu_of(self);
+    matmul_job j = {.c = c, .w = w, .x = x, .n = n, .y = y, .scratch = scratch};
+    const int64_t min_rows = INF_MAX(16, MATVEC_MIN_TASK_BYTES / (int64_t)w->row_bytes);
+
+    if (!c->k || !c->k->matvec) {
+        if (n == 1) {
+            j.tasks = split_tasks(c, w->rows, min_rows, 4);
+            if (j.tasks > 1 && !ensure_tmp(c, (size_t)w->cols * sizeof(float))) j.tasks = 1;
+            if (j.tasks == 1) {
+                c->ref->matmul(c->ref, w, x, n, y, scratch);
+                return;
+            }
+        } else {
+            j.tasks = INF_MIN(n, c->n_threads * 4);
+        }
+        inf_pool_run(c->pool, j.tasks, ref_matmul_task, &j);
+        return;
+    }
+
+    /* round the activations once, shared by all tasks */
+    j.act = (inf_act){.data = scratch, .stride = c->k->act_row_bytes(w->type, w->cols), .n = n};
+    j.tasks = n >= 64 ? c->n_threads * 4 : 1;
+    if (j.tasks == 1) act_task(&j, 0, 0);
+    else inf_pool_run(c->pool, j.tasks, act_task, &j);
+
+    if (c->k->gemm && n >= c->k->gemm_min_tokens && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols))) {
+        j.tasks = (int)((w->rows + c->k->gemm_rows - 1) / c->k->gemm_rows);
+        inf_pool_run(c->pool, j.tasks, gemm_task, &j);
+        return;
+    }
+    j.tasks = split_tasks(c, w->rows, min_rows, 4);
+    inf_pool_run(c->pool, j.tasks, matvec_task, &j);
+}
+
+/* ------------------------------------------------------------------ element-wise ops */
+
+/* Elements per task of the element-wise ops, and the size from which they
+ * are split at all (a dispatch costs a few microseconds). */
+enum { ELEMS_PER_TASK = 16384 };
+
+typedef struct rows_job {
+    cpu_backend *c;
+    float *y;
+    const float *x, *w;
+    int n_rows, dim;
+    float eps;
+    int tasks;
+} rows_job;
+
+static void rmsnorm_task(void *ctx, int task, int thread) {
+    (void)thread;
+    rows_job *j = ctx;
+    int64_t r0, r1;
+    task_range(j->n_rows, j->tasks, task, 1, &r0, &r1);
+    if (r0 >= r1) return;
+    const size_t off = (size_t)r0 * (size_t)j->dim;
+    if (j->c->k && j->c->k->rmsnorm) j->c->k->rmsnorm(j->y + off, j->x + off, j->w, (int)(r1 - r0), j->dim, j->eps);
+    else j->c->ref->rmsnorm(j->c->ref, j->y + off, j->x + off, j->w, (int)(r1 - r0), j->dim, j->eps);
+}
+
+static void cpu_rmsnorm(const inf_ops *self, float *y, const float *x, const float *w, int n_rows,
+                        int dim, float eps) {
+    cpu_backend *c = cpu_of(self);
+    rows_job j = {.c = c, .y = y, .x = x, .w = w, .n_rows = n_rows, .dim = dim, .eps = eps};
+    j.tasks = split_tasks(c, (int64_t)n_rows * dim, ELEMS_PER_TASK, 2);
+    j.tasks = INF_MIN(j.tasks, n_rows);
+    if (j.tasks <= 1) rmsnorm_task(&j, 0, 0);
+    else inf_pool_run(c->pool, j.tasks, rmsnorm_task, &j);
+}
+
+typedef struct rope_job {
+    cpu_backend *c;
+    float *x;
+    int n_tok, n_heads, head_dim, pos0;
+    float base;
+    int tasks;
+} rope_job;
+
+static void rope_task(void *ctx, int task, int thread) {
+    (void)thread;
+    rope_job *j = ctx;
+    int64_t t0, t1;
+    task_range(j->n_tok, j->tasks, task, 1, &t0, &t1);
+    const size_t tok_elems = (size_t)j->n_heads * (size_t)j->head_dim;
+    if (!j->c->k || !j->c->k->rope_rows || !j->c->rope_cs) {
+        if (t0 < t1)
+            j->c->ref->rope_neox(j->c->ref, j->x + t0 * tok_elems, (int)(t1 - t0), j->n_heads, j->head_dim,
+                                 j->pos0 + (int)t0, j->base);
+        return;
+    }
+    for (int64_t t = t0; t < t1; t++)
+        j->c->k->rope_rows(j->x + t * tok_elems, j->n_heads, j->head_dim,
+                           j->c->rope_cs + (size_t)t * (size_t)j->head_dim);
+}
+
+/* cos/sin of every (token, pair) exactly as ref.c computes them: theta
+ * starts at (float)pos and is multiplied by base^(-2/head_dim) per pair.
+ * Kept until the positions or geometry change (the next layer reuses it).
+ * False when the table cannot be allocated. */
+static bool rope_table(cpu_backend *c, int n_tok, int head_dim, int pos0, float base) {
+    if (c->rope_cs && c->rope_pos0 == pos0 && c->rope_n_tok == n_tok && c->rope_head_dim == head_dim &&
+        c->rope_base == base)
+        return true;
+    const size_t need = (size_t)n_tok * (size_t)head_dim;
+    if (need > c->rope_cap) {
+        inf_free_aligned(c->rope_cs);
+        c->rope_cs = inf_alloc_aligned(need * sizeof(float));
+        c->rope_cap = c->rope_cs ? need : 0;
+        if (!c->rope_cs) return false;
+    }
+    const int half = head_dim / 2;
+    const float theta_scale = powf(base, -2.0f / (float)head_dim);
+    for (int t = 0; t < n_tok; t++) {
+        float *cs = c->rope_cs + (size_t)t * (size_t)head_dim; /* [cos half][sin half] */
+        float theta = (float)(pos0 + t);
+        for (int i = 0; i < half; i++) {
+            cs[i] = cosf(theta);
+            cs[half + i] = sinf(theta);
+            theta *= theta_scale;
+        }
+    }
+    c->rope_pos0 = pos0;
+    c->rope_n_tok = n_tok;
+    c->rope_head_dim = head_dim;
+    c->rope_base = base;
+    return true;
+}
+
+static void cpu_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim, int pos0,
+                          float freq_base) {
+    cpu_backend *c = cpu_of(self);
+    rope_job j = {.c = c, .x = x, .n_tok = n_tok, .n_heads = n_heads, .head_dim = head_dim, .pos0 = pos0,
+                  .base = freq_base};
+    if (c->k && c->k->rope_rows && !rope_table(c, n_tok, head_dim, pos0, freq_base)) {
+        c->ref->rope_neox(c->ref, x, n_tok, n_heads, head_dim, pos0, freq_base);
+        return;
+    }
+    j.tasks = INF_MIN(n_tok, split_tasks(c, (int64_t)n_tok * n_heads * head_dim, ELEMS_PER_TASK, 2));
+    if (j.tasks <= 1) rope_task(&j, 0, 0);
+    else inf_pool_run(c->pool, j.tasks, rope_task, &j);
+}
+
+typedef struct vec_job {
+    cpu_backend *c;
+    float *out;
+    const float *a, *b;
+    size_t n;
+    int tasks;
+} vec_job;
+
+static void swiglu_task(void *ctx, int task, int thread) {
+    (void)thread;
+    vec_job *j = ctx;
+    int64_t i0, i1;
+    task_range((int64_t)j->n, j->tasks, task, 64, &i0, &i1);
+    if (i0 >= i1) return;
+    if (j->c->k && j->c->k->swiglu) j->c->k->swiglu(j->out + i0, j->a + i0, j->b + i0, (size_t)(i1 - i0));
+    else j->c->ref->swiglu(j->c->ref, j->out + i0, j->a + i0, j->b + i0, (size_t)(i1 - i0));
+}
+
+static void add_task(void *ctx, int task, int thread) {
+    (void)thread;
+    vec_job *j = ctx;
+    int64_t i0, i1;
+    task_range((int64_t)j->n, j->tasks, task, 64, &i0, &i1);
+    if (i0 >= i1) return;
+    if (j->c->k && j->c->k->add) j->c->k->add(j->out + i0, j->a + i0, (size_t)(i1 - i0));
+    else j->c->ref->add(j->c->ref, j->out + i0, j->a + i0, (size_t)(i1 - i0));
+}
+
+static void run_vec(cpu_backend *c, vec_job *j, inf_pool_fn fn) {
+    j->tasks = split_tasks(c, (int64_t)j->n, ELEMS_PER_TASK, 2);
+    if (j->tasks <= 1) fn(j, 0, 0);
+    else inf_pool_run(c->pool, j->tasks, fn, j);
+}
+
+static void cpu_swiglu(const inf_ops *self, float *out, const float *gate, const float *up, size_t n) {
+    vec_job j = {.c = cpu_of(self), .out = out, .a = gate, .b = up, .n = n};
+    run_vec(j.c, &j, swiglu_task);
+}
+
+static void cpu_add(const inf_ops *self, float *y, const float *x, size_t n) {
+    vec_job j = {.c = cpu_of(self), .out = y, .a = x, .n = n};
+    run_vec(j.c, &j, add_task);
+}
+
+static void cpu_embed(const inf_ops *self, const inf_weight *emb, const int32_t *ids, int n, float *out) {
+    const cpu_backend *c = cpu_of(self);
+    c->ref->embed(c->ref, emb, ids, n, out);
+}
+
+static void cpu_kv_store(const inf_ops *self, const inf_kv_view *k_cache, const inf_kv_view *v_cache,
+                         const float *k, const float *v, int n_tok, int pos0, int n_kv_dim) {
+    const cpu_backend *c = cpu_of(self);
+    if (!c->k || !c->k->f32_to_f16) {
+        c->ref->kv_store(c->ref, k_cache, v_cache, k, v, n_tok, pos0, n_kv_dim);
+        return;
+    }
+    const inf_kv_view *caches[2] = {k_cache, v_cache};
+    const float *src[2] = {k, v};
+    for (int i = 0; i < 2; i++)
+        for (int t = 0; t < n_tok; t++) {
+            const float *s = src[i] + (size_t)t * (size_t)n_kv_dim;
+            const size_t at = (size_t)(pos0 + t) * caches[i]->pos_stride;
+            if (caches[i]->type == INF_KV_F32)
+                memcpy((float *)caches[i]->data + at, s, (size_t)n_kv_dim * sizeof(float));
+            else
+                c->k->f32_to_f16((uint16_t *)caches[i]->data + at, s, (size_t)n_kv_dim);
+        }
+}
+
+/* ------------------------------------------------------------------ attention */
+
+typedef struct attn_job {
+    cpu_backend *c;
+    const inf_attn_shape *sh;
+    const float *q;
+    const inf_kv_view *k, *v;
+    float *out;
+    int n_blocks; /* query blocks per KV head (prefill) */
+    int block;    /* query tokens per block */
+    int tasks;
+    bool use_ref; /* run the reference op on sub-ranges */
+} attn_job;
+
+/* A view of one KV head of a cache (same positions, offset columns). */
+static inf_kv_view kv_head_view(const inf_kv_view *c, int kvh, int head_dim) {
+    inf_kv_view v = *c;
+    const size_t elem = c->type == INF_KV_F16 ? 2 : 4;
+    v.data = (char *)c->data + (size_t)kvh * (size_t)head_dim * elem;
+    return v;
+}
+
+static void decode_task(void *ctx, int task, int thread) {
+    attn_job *j = ctx;
+    if (j->c->k && j->c->k->attn_decode) {
+        j->c->k->attn_decode(j->sh, j->q, j->k, j->v, j->out, task, j->c->tmp[thread].p);
+        return;
+    }
+    /* the reference on KV head `task` alone: its group's heads are contiguous in q and out */
+    const int group = j->sh->n_head / j->sh->n_head_kv, hd = j->sh->head_dim;
+    inf_attn_shape one = *j->sh;
+    one.n_head = group;
+    one.n_head_kv = 1;
+    const inf_kv_view kh = kv_head_view(j->k, task, hd), vh = kv_head_view(j->v, task, hd);
+    const size_t off = (size_t)task * (size_t)group * (size_t)hd;
+    j->c->ref->attn_decode(j->c->ref, &one, j->q + off, &kh, &vh, j->out + off);
+}
+
+static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const float *q,
+                            const inf_kv_view *k, const inf_kv_view *v, float *out) {
+    cpu_backend *c = cpu_of(self);
+    attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out, .tasks = sh->n_head_kv};
+    const bool fast = c->k && c->k->attn_decode;
+    if (sh->n_tok != 1 || (fast && !ensure_tmp(c, c->k->attn_tmp_bytes(sh)))) {
+        c->ref->attn_decode(c->ref, sh, q, k, v, out);
+        return;
+    }
+    inf_pool_run(c->pool, j.tasks, decode_task, &j);
+}
+
+/* Task i runs query block (n_blocks - 1 - i % n_blocks) of KV head i / n_blocks:
+ * the latest (longest) blocks first, so the pool ends with short tasks. */
+static void prefill_task(void *ctx, int task, int thread) {
+    attn_job *j = ctx;
+    const int blk = j->n_blocks - 1 - task % j->n_blocks;
+    const int t0 = blk * j->block, t1 = INF_MIN(j->sh->n_tok, t0 + j->block);
+    if (!j->use_ref) {
+        j->c->k->attn_prefill(j->sh, j->q, j->k, j->v, j->out, task / j->n_blocks, t0, t1, j->c->tmp[thread].p);
+        return;
+    }
+    /* the reference on tokens [t0, t1): rows are independent */
+    inf_attn_shape part = *j->sh;
+    part.n_tok = t1 - t0;
+    part.pos0 = j->sh->pos0 + t0;
+    const size_t off = (size_t)t0 * (size_t)j->sh->n_head * (size_t)j->sh->head_dim;
+    j->c->ref->attn_prefill(j->c->ref, &part, j->q + off, j->k, j->v, j->out + off);
+}
+
+static void cpu_attn_prefill(const inf_ops *self, const inf_attn_shape *sh, const float *q,
+                             const inf_kv_view *k, const inf_kv_view *v, float *out) {
+    cpu_backend *c = cpu_of(self);
+    attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out};
+    if (c->k && c->k->attn_prefill && ensure_tmp(c, c->k->attn_tmp_bytes(sh))) {
+        j.block = c->k->attn_block;
+        j.n_blocks = (sh->n_tok + j.block - 1) / j.block;
+        j.tasks = j.n_blocks * sh->n_head_kv;
+    } else {
+        j.use_ref = true;
+        j.block = 8;
+        j.n_blocks = (sh->n_tok + j.block - 1) / j.block;
+        j.tasks = j.n_blocks;
+    }
+    inf_pool_run(c->pool, j.tasks, prefill_task, &j);
+}
+
+static int cpu_argmax(const inf_ops *self, const float *x, int n) {
+    const cpu_backend *c = cpu_of(self);
+    if (c->k && c->k->argmax) return c->k->argmax(x, n);
+    return c->ref->argmax(c->ref, x, n);
+}
+
+/* ------------------------------------------------------------------ lifetime */
+
+inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error *err) {
+    *out = NULL;
+    if (n_threads < 1) return inf_errorf(err, INF_ERR_INVALID, "thread count %d is below 1", n_threads);
+    if (!inf_isa_supported(isa))
+        return inf_errorf(err, INF_ERR_UNSUPPORTED, "ISA %s is not supported by this CPU or build",
+                          inf_isa_name(isa));
+    cpu_backend *c = calloc(1, sizeof *c);
+    if (!c) return inf_errorf(err, INF_ERR_NOMEM, "out of memory for the CPU backend");
+    c->ref = inf_ops_ref();
+    c->k = isa_kernels(isa);
+    c->n_threads = n_threads;
+    c->pool = inf_pool_new(n_threads);
+    c->tmp = calloc((size_t)n_threads, sizeof *c->tmp);
+    if (!c->pool || !c->tmp) {
+        inf_ops_cpu_free(&c->ops);
+        return inf_errorf(err, INF_ERR_NOMEM, "out of memory for %d threads", n_threads);
+    }
+    c->ops = (inf_ops){
+        .name = inf_isa_name(isa),
+        .matmul = cpu_matmul,
+        .rmsnorm = cpu_rmsnorm,
+        .rope_neox = cpu_rope_neox,
+        .swiglu = cpu_swiglu,
+        .add = cpu_add,
+        .embed = cpu_embed,
+        .kv_store = cpu_kv_store,
+        .attn_decode = cpu_attn_decode,
+        .attn_prefill = cpu_attn_prefill,
+        .argmax = cpu_argmax,
+    };
+    *out = &c->ops;
+    return INF_OK;
+}
+
+void inf_ops_cpu_free(inf_ops *ops) {
+    if (!ops) return;
+    cpu_backend *c = cpu_of(ops);
+    if (c->pool) inf_pool_free(c->pool);
+    if (c->tmp)
+        for (int i = 0; i < c->n_threads; i++) inf_free_aligned(c->tmp[i].p);
+    free(c->tmp);
+    inf_free_aligned(c->rope_cs);
+    free(c);
+}

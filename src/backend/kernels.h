@@ -1,0 +1,88 @@
+/*
+ * kernels.h — the table of one ISA's kernels, as the CPU backend (cpu.c)
+ * calls them. Internal to src/backend/.
+ *
+ * A kernel computes one task's share of an op: a range of weight rows, of
+ * query tokens, of elements; cpu.c splits the op into tasks and runs them
+ * on the pool. Every member may be NULL, and the backend then runs the
+ * reference op of ref.c (threaded where it can) instead, so an ISA provides
+ * only what it does better.
+ *
+ * Thread-count independence: a kernel must compute each output element by
+ * the same operations wherever the element falls in the task's range (no
+ * special remainder arithmetic), so any split gives bit-identical results.
+ *
+ * Numerics against ref.c (the budgets tests/test_kernels.c enforces):
+ *   - matmul Q8_0: activations quantized exactly as inf_quantize_row_q8_0,
+ *     integer block dots exact; gemm applies the scales and sums the blocks
+ *     in ref's order (bit-identical); matvec sums scaled lanes in another
+ *     order (relative error ~1e-6 of the sum of |terms|).
+ *   - matmul F32/F16/BF16: the same rounded operands and exact products,
+ *     summed in f32 lanes instead of a double (~1e-6 relative); VDPBF16PS
+ *     also flushes bf16 subnormals (below 1e-38) to zero.
+ *   - attention: scores and outputs summed in f32 lanes, exp by a
+ *     polynomial within 2 ulp of expf, softmax rescaled per tile (~1e-6).
+ *   - rmsnorm, rope, add, kv_store, argmax: bit-identical. swiglu: exp by
+ *     the polynomial (~2 ulp).
+ */
+#ifndef INF_BACKEND_KERNELS_H
+#define INF_BACKEND_KERNELS_H
+
+#include "backend/ops.h"
+
+/* The activations of one matmul, prepared once for the weight's dot type. */
+typedef struct inf_act {
+    const void *data; /* [n][stride] bytes, 64-aligned rows */
+    size_t stride;    /* bytes between consecutive tokens */
+    int n;            /* tokens */
+} inf_act;
+
+typedef struct inf_kernels {
+    const char *name; /* the ISA's name */
+
+    /* ---- matmul: y[t][r] = x[t] · W[r] */
+    /* Bytes of one token's prepared activations: a multiple of 64, at most
+     * cols * sizeof(float) (the op's scratch holds n of them). */
+    size_t (*act_row_bytes)(inf_dtype type, int64_t cols);
+    /* x[cols] f32 -> row, rounded for weights of `type`. */
+    void (*act_prepare)(inf_dtype type, const float *x, int64_t cols, void *row);
+    /* Weight rows [r0, r1) streamed once for all a->n tokens:
+     * y[t * y_stride + r]. For few tokens (decode). */
+    void (*matvec)(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
+                   size_t y_stride);
+    /* Rows [r0, r1), r1 - r0 <= gemm_rows, packed into `pack` (64-aligned,
+     * gemm_pack_bytes) then multiplied with all a->n tokens in register
+     * tiles. Used when a->n >= gemm_min_tokens. */
+    void (*gemm)(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
+                 size_t y_stride, void *pack);
+    size_t (*gemm_pack_bytes)(inf_dtype type, int64_t cols);
+    int gemm_rows;       /* weight rows per gemm task, a multiple of 16 */
+    int gemm_min_tokens; /* tokens from which gemm beats matvec */
+
+    /* ---- attention, one KV head (all the query heads of its group) per task */
+    /* Bytes of per-thread scratch the attention kernels need. */
+    size_t (*attn_tmp_bytes)(const inf_attn_shape *shape);
+    /* Decode (shape->n_tok == 1) for KV head kvh: q and out as in ops.h. */
+    void (*attn_decode)(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
+                        const inf_kv_view *v, float *out, int kvh, void *tmp);
+    /* Prefill for KV head kvh and query tokens [t0, t1), t1 - t0 <= attn_block. */
+    void (*attn_prefill)(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
+                         const inf_kv_view *v, float *out, int kvh, int t0, int t1, void *tmp);
+    int attn_block; /* query tokens per prefill task */
+
+    /* ---- element-wise, on ranges (semantics as the ops of the same name) */
+    void (*rmsnorm)(float *y, const float *x, const float *w, int n_rows, int dim, float eps);
+    /* x[n_rows][head_dim] rotated by cs = {cos[half], sin[half]}, one table per row. */
+    void (*rope_rows)(float *x, int n_rows, int head_dim, const float *cos_sin);
+    void (*swiglu)(float *out, const float *gate, const float *up, size_t n);
+    void (*add)(float *y, const float *x, size_t n);
+    /* dst[n] f16 = src[n] f32, round to nearest even */
+    void (*f32_to_f16)(uint16_t *dst, const float *src, size_t n);
+    int (*argmax)(const float *x, int n);
+} inf_kernels;
+
+/* The tables; NULL when the ISA is not compiled into this build. */
+const inf_kernels *inf_kernels_avx2(void);
+const inf_kernels *inf_kernels_avx512(void);
+
+#endif /* INF_BACKEND_KERNELS_H */

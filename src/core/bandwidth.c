@@ -1,0 +1,175 @@
+/*
+ * bandwidth.c — measures the machine's sequential read bandwidth, the
+ * speed of light of memory-bound decode, so that a benchmark can say what
+ * share of it an engine reaches.
+ *
+ * Method: one anonymous buffer of `bytes`, split into one contiguous slice
+ * per thread (64-byte aligned). Each thread first writes its own slice (so
+ * the pages exist before timing, placed by the thread that reads them),
+ * then all threads sum their slices with plain 64-bit loads, started
+ * together by a barrier; a pass lasts from the start barrier until the last
+ * thread is done. The best of several passes is the figure, in GB/s
+ * (1e9 bytes per second): the best, not the median, because the question
+ * is what the memory system can deliver, and any disturbance only slows a
+ * pass down.
+ *
+ * The summing loop is plain C with eight independent accumulators: the
+ * compiler may vectorize it or not, either way it issues loads far faster
+ * than DRAM delivers them, so the loop is read-bound once the buffer is
+ * much larger than the caches (use ~1 GiB).
+ */
+#include "core/common.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+enum {
+    BW_PASSES = 8,          /* timed passes; the best one counts */
+    BW_MAX_THREADS = 1024,
+    BW_MIN_BYTES = 1 << 20, /* below this the figure is a cache speed */
+    BW_LINE_WORDS = 8,      /* 64-byte cache line of uint64 words */
+};
+
+enum { GATE_WAIT, GATE_GO, GATE_ABORT };
+
+typedef struct bw_shared {
+    uint64_t *words;           /* [n_words], the buffer */
+    size_t n_words;
+    int n_threads;
+    pthread_barrier_t barrier; /* n_threads participants */
+    pthread_mutex_t gate_lock; /* the start gate: workers wait until */
+    pthread_cond_t gate_open;  /* every thread exists (or one failed) */
+    int gate;                  /* GATE_WAIT, GATE_GO or GATE_ABORT */
+    double pass_s[BW_PASSES];  /* written by thread 0 only */
+    uint64_t sink;             /* keeps the sums alive (atomic adds) */
+} bw_shared;
+
+typedef struct bw_worker {
+    bw_shared *shared;
+    int index;
+} bw_worker;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t sum_words(const uint64_t *p, size_t n) {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        s0 += p[i + 0];
+        s1 += p[i + 1];
+        s2 += p[i + 2];
+        s3 += p[i + 3];
+        s4 += p[i + 4];
+        s5 += p[i + 5];
+        s6 += p[i + 6];
+        s7 += p[i + 7];
+    }
+    for (; i < n; i++) s0 += p[i];
+    return s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7;
+}
+
+/* This thread's slice [*begin, *end) in words, whole cache lines except the last. */
+static void slice_of(const bw_shared *sh, int index, size_t *begin, size_t *end) {
+    size_t lines = sh->n_words / BW_LINE_WORDS;
+    size_t per = lines / (size_t)sh->n_threads, extra = lines % (size_t)sh->n_threads;
+    size_t first = (size_t)index * per + ((size_t)index < extra ? (size_t)index : extra);
+    size_t count = per + ((size_t)index < extra ? 1 : 0);
+    *begin = first * BW_LINE_WORDS;
+    *end = index == sh->n_threads - 1 ? sh->n_words : (first + count) * BW_LINE_WORDS;
+}
+
+static void set_gate(bw_shared *sh, int state) {
+    pthread_mutex_lock(&sh->gate_lock);
+    sh->gate = state;
+    pthread_cond_broadcast(&sh->gate_open);
+    pthread_mutex_unlock(&sh->gate_lock);
+}
+
+static void *bw_thread(void *arg) {
+    bw_worker *w = arg;
+    bw_shared *sh = w->shared;
+    pthread_mutex_lock(&sh->gate_lock);
+    while (sh->gate == GATE_WAIT) pthread_cond_wait(&sh->gate_open, &sh->gate_lock);
+    int gate = sh->gate;
+    pthread_mutex_unlock(&sh->gate_lock);
+    if (gate == GATE_ABORT) return NULL;
+    size_t begin, end;
+    slice_of(sh, w->index, &begin, &end);
+    for (size_t i = begin; i < end; i++) sh->words[i] = i; /* first touch */
+    uint64_t total = 0;
+    for (int pass = 0; pass < BW_PASSES; pass++) {
+        pthread_barrier_wait(&sh->barrier);
+        double t0 = now_s();
+        total += sum_words(sh->words + begin, end - begin);
+        pthread_barrier_wait(&sh->barrier);
+        if (w->index == 0) sh->pass_s[pass] = now_s() - t0;
+    }
+    __atomic_fetch_add(&sh->sink, total, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+inf_status inf_measure_read_bandwidth(int n_threads, size_t bytes, double *gb_s, inf_error *err) {
+    *gb_s = 0;
+    if (n_threads < 1 || n_threads > BW_MAX_THREADS)
+        return inf_errorf(err, INF_ERR_INVALID, "bandwidth: thread count %d is outside 1..%d",
+                          n_threads, BW_MAX_THREADS);
+    if (bytes < BW_MIN_BYTES)
+        return inf_errorf(err, INF_ERR_INVALID, "bandwidth: buffer of %zu bytes is below %d",
+                          bytes, BW_MIN_BYTES);
+    bw_shared sh = {.n_words = bytes / sizeof(uint64_t), .n_threads = n_threads};
+    bytes = sh.n_words * sizeof(uint64_t);
+    void *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED)
+        return inf_errorf(err, INF_ERR_NOMEM, "bandwidth: cannot map %zu bytes", bytes);
+    sh.words = buf;
+    bw_worker *workers = calloc((size_t)n_threads, sizeof *workers);
+    pthread_t *threads = calloc((size_t)n_threads, sizeof *threads);
+    inf_status st = INF_OK;
+    if (!workers || !threads) {
+        st = inf_errorf(err, INF_ERR_NOMEM, "bandwidth: out of memory for %d threads", n_threads);
+        goto done;
+    }
+    if (pthread_barrier_init(&sh.barrier, NULL, (unsigned)n_threads)) {
+        st = inf_errorf(err, INF_ERR_NOMEM, "bandwidth: cannot create a barrier");
+        goto done;
+    }
+    pthread_mutex_init(&sh.gate_lock, NULL);
+    pthread_cond_init(&sh.gate_open, NULL);
+    /* Thread 0 is the caller; threads 1..n-1 are started here and wait at
+     * the gate, so that a thread that cannot start leaves no one blocked
+     * in a barrier that would never open. */
+    int started = 1;
+    for (; started < n_threads; started++) {
+        workers[started] = (bw_worker){&sh, started};
+        if (pthread_create(&threads[started], NULL, bw_thread, &workers[started])) break;
+    }
+    set_gate(&sh, started == n_threads ? GATE_GO : GATE_ABORT);
+    if (started == n_threads) {
+        workers[0] = (bw_worker){&sh, 0};
+        bw_thread(&workers[0]);
+    }
+    for (int i = 1; i < started; i++) pthread_join(threads[i], NULL);
+    pthread_cond_destroy(&sh.gate_open);
+    pthread_mutex_destroy(&sh.gate_lock);
+    pthread_barrier_destroy(&sh.barrier);
+    if (started < n_threads) {
+        st = inf_errorf(err, INF_ERR_NOMEM, "bandwidth: cannot start thread %d of %d", started + 1,
+                        n_threads);
+        goto done;
+    }
+    double best_s = sh.pass_s[0];
+    for (int pass = 1; pass < BW_PASSES; pass++)
+        if (sh.pass_s[pass] < best_s) best_s = sh.pass_s[pass];
+    *gb_s = best_s > 0 ? (double)bytes / best_s * 1e-9 : 0;
+done:
+    free(threads);
+    free(workers);
+    munmap(buf, bytes);
+    return st;
+}

@@ -1,0 +1,151 @@
+/*
+ * pool.c — the persistent thread pool (see pool.h for the contract).
+ *
+ * Synchronization: the caller publishes (fn, ctx, n_tasks), resets the
+ * task counter and the count of busy workers, then bumps `generation`
+ * (release) under the mutex and broadcasts if anyone sleeps. A worker that
+ * sees a new generation (acquire) claims tasks until the counter passes
+ * n_tasks, then decrements `busy`. The caller runs tasks too and returns
+ * once `busy` reaches zero, so no worker can still be touching the
+ * previous job when the next one is published.
+ */
+#include "core/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* Spin iterations before a worker sleeps (~1 ms): decode issues hundreds of
+ * parallel loops per token with only short serial gaps between them. */
+#define SPIN_BEFORE_SLEEP (1 << 16)
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+typedef struct worker_arg {
+    struct inf_pool *pool;
+    int index;
+} worker_arg;
+
+struct inf_pool {
+    int n_threads;
+    pthread_t *threads;
+    worker_arg *args;
+    pthread_mutex_t mutex;
+    pthread_cond_t wake;
+    int sleepers;             /* guarded by mutex */
+    atomic_uint generation;   /* bumped once per job */
+    atomic_bool stop;
+    atomic_int next_task;
+    atomic_int busy;          /* workers not yet done with the current job */
+    /* the current job, published before generation is bumped */
+    inf_pool_fn fn;
+    void *ctx;
+    int n_tasks;
+};
+
+static void run_tasks(inf_pool *p, int thread) {
+    int t;
+    while ((t = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed)) < p->n_tasks)
+        p->fn(p->ctx, t, thread);
+}
+
+static void *worker_main(void *arg) {
+    worker_arg *wa = arg;
+    inf_pool *p = wa->pool;
+    unsigned seen = 0;
+    for (;;) {
+        unsigned gen;
+        int spins = 0;
+        while ((gen = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
+               !atomic_load_explicit(&p->stop, memory_order_acquire) && spins < SPIN_BEFORE_SLEEP) {
+            cpu_relax();
+            spins++;
+        }
+        if (gen == seen && !atomic_load(&p->stop)) {
+            pthread_mutex_lock(&p->mutex);
+            p->sleepers++;
+            while ((gen = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
+                   !atomic_load(&p->stop))
+                pthread_cond_wait(&p->wake, &p->mutex);
+            p->sleepers--;
+            pthread_mutex_unlock(&p->mutex);
+        }
+        if (atomic_load(&p->stop)) break;
+        seen = gen;
+        run_tasks(p, wa->index);
+        atomic_fetch_sub_explicit(&p->busy, 1, memory_order_release);
+    }
+    return NULL;
+}
+
+inf_pool *inf_pool_new(int n_threads) {
+    if (n_threads < 1) return NULL;
+    inf_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n_threads = n_threads;
+    pthread_mutex_init(&p->mutex, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->stop, false);
+    atomic_init(&p->next_task, 0);
+    atomic_init(&p->busy, 0);
+    if (n_threads > 1) {
+        p->threads = calloc((size_t)n_threads, sizeof *p->threads);
+        p->args = calloc((size_t)n_threads, sizeof *p->args);
+        if (!p->threads || !p->args) {
+            inf_pool_free(p);
+            return NULL;
+        }
+        for (int i = 1; i < n_threads; i++) {
+            p->args[i] = (worker_arg){p, i};
+            if (pthread_create(&p->threads[i], NULL, worker_main, &p->args[i]) != 0) {
+                p->n_threads = i; /* free joins the ones that started */
+                inf_pool_free(p);
+                return NULL;
+            }
+        }
+    }
+    return p;
+}
+
+void inf_pool_free(inf_pool *p) {
+    if (!p) return;
+    if (p->threads) {
+        pthread_mutex_lock(&p->mutex);
+        atomic_store(&p->stop, true);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mutex);
+        for (int i = 1; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    }
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mutex);
+    free(p->threads);
+    free(p->args);
+    free(p);
+}
+
+int inf_pool_threads(const inf_pool *p) { return p->n_threads; }
+
+void inf_pool_run(inf_pool *p, int n_tasks, inf_pool_fn fn, void *ctx) {
+    if (n_tasks <= 0) return;
+    if (p->n_threads == 1 || n_tasks == 1) {
+        for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
+        return;
+    }
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n_tasks = n_tasks;
+    atomic_store_explicit(&p->next_task, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->busy, p->n_threads - 1, memory_order_relaxed);
+    pthread_mutex_lock(&p->mutex);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    if (p->sleepers) pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mutex);
+    run_tasks(p, 0);
+    while (atomic_load_explicit(&p->busy, memory_order_acquire) > 0) cpu_relax();
+}

@@ -1,0 +1,30 @@
+/*
+ * pool.h — a persistent thread pool for parallel loops.
+ *
+ * Threads are created once. inf_pool_run(pool, n_tasks, fn, ctx) calls
+ * fn(ctx, task, thread) for every task in 0..n_tasks-1, spread over the
+ * pool's threads (the caller is thread 0 and works too), and returns when
+ * all are done. Tasks are claimed from a shared counter, so which thread
+ * runs a task varies from run to run: a task's result must depend only on
+ * the task index (then results do not depend on the thread count).
+ *
+ * Dispatch costs a few microseconds: workers spin briefly on a generation
+ * counter before sleeping on a condition variable, so back-to-back parallel
+ * loops (decode runs hundreds per token) do not pay a wake-up each time.
+ * Calls to inf_pool_run must not overlap (one caller thread at a time).
+ */
+#ifndef INF_POOL_H
+#define INF_POOL_H
+
+typedef struct inf_pool inf_pool;
+
+typedef void (*inf_pool_fn)(void *ctx, int task, int thread);
+
+/* n_threads >= 1 counts the caller; NULL on failure. */
+inf_pool *inf_pool_new(int n_threads);
+void inf_pool_free(inf_pool *pool);
+int inf_pool_threads(const inf_pool *pool);
+
+void inf_pool_run(inf_pool *pool, int n_tasks, inf_pool_fn fn, void *ctx);
+
+#endif /* INF_POOL_H */

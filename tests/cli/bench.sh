@@ -1,0 +1,81 @@
+#!/bin/sh
+# CLI test of `inferno bench` on the tiny golden model (small cases, 1-2
+# repetitions, an 8 MiB bandwidth buffer: a few seconds): --json prints one
+# object per case with the stable field names scripts read, then a summary;
+# the table names the model, kernels and threads; usage errors give one line
+# on stderr and exit 2, a missing model exits 1. No speed is asserted.
+# $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
+INFERNO=${INFERNO:-build/inferno}
+MODEL=tests/data/golden/tiny-a-q8_0.gguf
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+check() { if eval "$2"; then ok; else bad "$1"; fi; }
+
+# expect_exit WHAT CODE ARGS...: exit code and exactly one line on stderr
+expect_exit() {
+    what=$1 code=$2
+    shift 2
+    "$INFERNO" bench "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    lines=$(wc -l <"$tmp/err")
+    if [ "$rc" -eq "$code" ] && [ "$lines" -eq 1 ]; then ok; else bad "$what: exit $rc (want $code), $lines stderr lines"; cat "$tmp/err"; fi
+}
+
+check "--help exits 0 with usage on stdout" '"$INFERNO" bench --help | grep -q "^usage: inferno bench"'
+expect_exit "no model" 2 -p 4
+expect_exit "unknown flag" 2 -m "$MODEL" --frobnicate
+expect_exit "bad -p list" 2 -m "$MODEL" -p 4,x
+expect_exit "negative -d" 2 -m "$MODEL" -d -1
+expect_exit "-r 0" 2 -m "$MODEL" -r 0
+expect_exit "-n without value" 2 -m "$MODEL" -n
+expect_exit "--kv-type f8" 2 -m "$MODEL" --kv-type f8
+expect_exit "nothing to measure" 2 -m "$MODEL" -p 0 -n 0
+expect_exit "-c below the largest case" 2 -m "$MODEL" -p 32 -n 0 -c 16
+expect_exit "missing model file" 1 -m "$tmp/none.gguf" -p 4 -n 0
+
+# --json: 2 prefill + 2 decode cases + the summary, stable names
+if "$INFERNO" bench -m "$MODEL" -t 2 -p 4,9 -n 3 -d 0,5 -r 2 --bw-mib 8 --json >"$tmp/json" 2>"$tmp/err"; then
+    ok
+else
+    bad "bench --json failed"
+    cat "$tmp/err"
+fi
+check "--json: 5 lines" '[ "$(wc -l <"$tmp/json")" -eq 5 ]'
+check "--json: nothing on stderr (not a terminal)" '[ ! -s "$tmp/err" ]'
+check "--json: 2 prefill lines" '[ "$(grep -c "\"kind\": \"prefill\"" "$tmp/json")" -eq 2 ]'
+check "--json: 2 decode lines" '[ "$(grep -c "\"kind\": \"decode\"" "$tmp/json")" -eq 2 ]'
+check "--json: summary last" 'tail -n 1 "$tmp/json" | grep -q "\"kind\": \"summary\""'
+for field in tokens depth threads tok_s_median tok_s_min tok_s_max; do
+    check "--json: every case has $field" '[ "$(grep -v summary "$tmp/json" | grep -c "\"$field\": [0-9]")" -eq 4 ]'
+done
+check "--json: prefill cases have ttft_ms_median" '[ "$(grep -c "\"ttft_ms_median\": [0-9]" "$tmp/json")" -eq 2 ]'
+check "--json: decode cases have gb_s and bw_pct" '[ "$(grep "\"kind\": \"decode\"" "$tmp/json" | grep "\"gb_s\": [0-9]" | grep -c "\"bw_pct\": [0-9]")" -eq 2 ]'
+check "--json: case 9 tokens at depth 0" 'grep -q "\"kind\": \"prefill\", \"tokens\": 9, \"depth\": 0, \"threads\": 2" "$tmp/json"'
+check "--json: decode 3 after 5" 'grep -q "\"kind\": \"decode\", \"tokens\": 3, \"depth\": 5, \"threads\": 2" "$tmp/json"'
+for field in load_s peak_rss_mb bandwidth_gb_s weight_bytes; do
+    check "--json: summary has $field" 'tail -n 1 "$tmp/json" | grep -q "\"$field\": [0-9]"'
+done
+check "--json: summary names the kernel path" 'tail -n 1 "$tmp/json" | grep -q "\"isa\": \"[a-z0-9]*\""'
+check "--json: min <= median <= max" 'grep -v summary "$tmp/json" | sed "s/.*\"tok_s_median\": \([0-9.]*\), \"tok_s_min\": \([0-9.]*\), \"tok_s_max\": \([0-9.]*\).*/\2 \1 \3/" | awk "\$1 > \$2 || \$2 > \$3 { bad = 1 } END { exit bad }"'
+
+# the table, f16 KV, no bandwidth measurement, no warm-up
+if "$INFERNO" bench -m "$MODEL" -t 1 -p 5 -n 2 -d 3 -r 1 --bw-mib 0 --kv-type f16 --no-warmup >"$tmp/table" 2>"$tmp/err"; then
+    ok
+else
+    bad "bench (table) failed"
+    cat "$tmp/err"
+fi
+check "table: header names the model" 'head -n 1 "$tmp/table" | grep -q "tiny-a-q8_0.gguf"'
+check "table: kernels and threads" 'grep -q "kernels [a-z0-9]*, 1 threads" "$tmp/table"'
+check "table: f16 KV cache" 'grep -q "KV cache f16" "$tmp/table"'
+check "table: a pp5 row" 'grep -q "^  pp5 " "$tmp/table"'
+check "table: a tg2 @ d3 row" 'grep -q "^  tg2 @ d3 " "$tmp/table"'
+check "table: peak RSS" 'grep -q "peak RSS" "$tmp/table"'
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
