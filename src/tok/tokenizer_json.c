@@ -515,7 +515,7 @@ static int32_t id_of_text(const added_entry *added, size_t n_added, const json_l
 
 static inf_status build_from_json(json_load *L, const char *path, const cJSON *config, inf_tokenizer **out,
                                   inf_error *err) {
-    bool nfc;
+    bool nfc = true;
     inf_status st = check_pipeline(L->sections, path, &nfc, err);
     if (st) return st;
     if (!L->have_vocab || !L->have_merges)
