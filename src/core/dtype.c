@@ -65,7 +65,10 @@ void inf_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n) {
     for (int64_t b = 0; b < n / INF_Q8_0_BLOCK; b++) {
         const float *xb = x + b * INF_Q8_0_BLOCK;
         float amax = 0.0f;
-        for (int i = 0; i < INF_Q8_0_BLOCK; i++) amax = fmaxf(amax, fabsf(xb[i]));
+        for (int i = 0; i < INF_Q8_0_BLOCK; i++) { /* as fmaxf (NaN ignored), without the libm call */
+            float a = fabsf(xb[i]);
+            if (a > amax) amax = a;
+        }
         const float d = amax / 127.0f;
         const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
         y[b].d = inf_f32_to_f16(d);

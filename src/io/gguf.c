@@ -423,7 +423,6 @@ static inf_status read_header(cursor *c, gguf_file *f) {
                               (ull)align->value.u64);
         f->alignment = align->value.u64;
     }
-    f->n_tensors = 0;
     for (uint64_t i = 0; i < n_tensors; i++) {
         gguf_tensor *t = &f->tensors[i];
         f->n_tensors = i + 1;
