@@ -12,7 +12,7 @@
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc $(CFLAGS_EXTRA)
-LDLIBS  := -lcjson -lutf8proc -lpthread -lm
+LDLIBS  := -lcjson -lutf8proc -ledit -lpthread -lm
 BUILD   ?= build
 
 ifeq ($(SAN),1)

@@ -50,7 +50,7 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2, MAX_LIST = 64, MAX_REPS = 1000 };
 static const char *usage_text =
     "usage: llama_bench bench  -m MODEL [-t T] [-p 17,511,2044] [-n 64] [-d 0,511,2044] [-r 5]\n"
     "                          [--load-mode none|mmap|auto] [--kv-type f16|f32] [--fa on|off|auto]\n"
-    "                          [-b N_BATCH] [-ub N_UBATCH] [--no-warmup] [-v]\n"
+    "                          [-b N_BATCH] [-ub N_UBATCH] [--poll 50] [--no-warmup] [-v]\n"
     "       llama_bench logits -m MODEL (-p TEXT | -f FILE | --tokens ID,ID,...) [--top 20]\n"
     "                          [--all-pos] [--dump FILE.f32] [--gen N] [-t T]\n"
     "                          [--kv-type f32|f16] [--fa off|on|auto] [--load-mode auto] [-v]\n"
@@ -58,7 +58,8 @@ static const char *usage_text =
     "llama.cpp (prebuilt, " LLAMA_CPP_RELEASE ") measured through its C API.\n"
     "bench:  prefill of P tokens and N decode steps after D context tokens, a warm-up\n"
     "        then -r repetitions; JSON lines with the field names of `inferno bench --json`.\n"
-    "        Defaults: 2 threads, f16 KV cache, flash attention auto (llama-bench's),\n"
+    "        Defaults: 2 threads, f16 KV cache, flash attention auto, a thread pool\n"
+    "        that busy-waits at level --poll 50 (all llama-bench's),\n"
     "        load mode auto; compare with inferno using --load-mode none (weights in\n"
     "        anonymous memory, as inferno's --no-mmap).\n"
     "logits: final / per-position top-K logits, raw final logits, greedy continuation;\n"
@@ -91,6 +92,7 @@ typedef struct options {
     int prefill[MAX_LIST], n_prefill;
     int depths[MAX_LIST], n_depths;
     int n_decode, reps, n_batch, n_ubatch;
+    int poll; /* thread pool busy-wait level, 0..100 (llama-bench: 50) */
     bool warmup;
     /* logits */
     const char *text, *file, *ids, *dump;
@@ -144,7 +146,7 @@ static const char *kv_type_name(int t) {
 /* Returns 0, or an exit code after a usage message; *help set for --help. */
 static int parse_options(int argc, char **argv, options *o, bool *help) {
     *o = (options){.threads = 2, .load_mode = LLAMA_LOAD_MODE_AUTO, .kv_type = -1, .fa = -2,
-                   .n_decode = 64, .reps = 5, .n_batch = 2048, .n_ubatch = 512, .warmup = true,
+                   .n_decode = 64, .reps = 5, .n_batch = 2048, .n_ubatch = 512, .poll = 50, .warmup = true,
                    .top = 20};
     o->n_prefill = 3, o->prefill[0] = 17, o->prefill[1] = 511, o->prefill[2] = 2044;
     o->n_depths = 3, o->depths[0] = 0, o->depths[1] = 511, o->depths[2] = 2044;
@@ -200,6 +202,9 @@ static int parse_options(int argc, char **argv, options *o, bool *help) {
         } else if (bench && !strcmp(f, "-b")) {
             if (!parse_long(val, 1, 1 << 20, &v)) return fail(EXIT_USAGE, "-b wants a batch size, got '%s'", val);
             o->n_batch = (int)v;
+        } else if (!strcmp(f, "--poll")) {
+            if (!parse_long(val, 0, 100, &v)) return fail(EXIT_USAGE, "--poll wants 0..100, got '%s'", val);
+            o->poll = (int)v;
         } else if (bench && !strcmp(f, "-ub")) {
             if (!parse_long(val, 1, 1 << 20, &v)) return fail(EXIT_USAGE, "-ub wants a batch size, got '%s'", val);
             o->n_ubatch = (int)v;
@@ -369,6 +374,7 @@ static int engine_context(engine *e, const options *o, int n_ctx, int n_batch, i
                        : NULL;
     if (!pool_new || !e->pool_free) return fail(EXIT_RUNTIME, "the CPU backend has no thread pool functions");
     struct ggml_threadpool_params tp = ggml_threadpool_params_default(o->threads);
+    tp.poll = (uint32_t)o->poll;
     if (!(e->pool = pool_new(&tp))) return fail(EXIT_RUNTIME, "cannot create a thread pool of %d", o->threads);
     llama_attach_threadpool(e->ctx, e->pool, NULL);
     return 0;
@@ -398,6 +404,7 @@ static void print_setup(FILE *out, const engine *e, const options *o) {
     json_cstring(out, e->cpu_backend);
     fprintf(out, ", \"llama_cpp\": \"%s\", \"threadpool\": true, \"load_mode\": \"%s\"", LLAMA_CPP_RELEASE,
             llama_load_mode_name((enum llama_load_mode)o->load_mode));
+    if (strcmp(o->mode, "logits")) fprintf(out, ", \"poll\": %d", o->poll);
 }
 
 /* ------------------------------------------------------------------ bench */
@@ -417,13 +424,18 @@ static llama_token next_token(token_stream *ts) {
     return (llama_token)((ts->state >> 33) % (uint64_t)ts->n_ordinary);
 }
 
-/* Ids below the first control / user-defined / unused token. */
+/* Ids below the first of Qwen3's special tokens, found by text exactly as
+ * inferno's bench finds them (llama.cpp's token attributes would not do:
+ * it marks some ordinary-looking tokens as control), else the vocabulary. */
 static int32_t ordinary_token_count(const engine *e) {
-    const int special = LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED |
-                        LLAMA_TOKEN_ATTR_UNUSED | LLAMA_TOKEN_ATTR_UNKNOWN;
-    for (int32_t id = 0; id < e->n_vocab; id++)
-        if (llama_vocab_get_attr(e->vocab, id) & special) return id > 0 ? id : e->n_vocab;
-    return e->n_vocab;
+    static const char *const specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+    int32_t count = e->n_vocab;
+    for (int32_t id = 1; id < count; id++) {
+        const char *text = llama_vocab_get_text(e->vocab, id);
+        for (size_t i = 0; text && i < sizeof specials / sizeof specials[0]; i++)
+            if (!strcmp(text, specials[i])) count = id;
+    }
+    return count;
 }
 
 static int cmp_double(const void *a, const void *b) {

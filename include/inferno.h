@@ -78,6 +78,10 @@ typedef struct inf_load_options {
     int n_ctx;           /* default context length of new sessions; 0 = min(model's, 4096) */
     inf_kv_type kv_type; /* element type of the KV cache */
     bool trace;          /* record calls and time per op (inf_model_print_trace) */
+    /* Called from the loading thread with the fraction done (0..1), first
+     * with 0 and last with 1 on success; NULL for none. */
+    void (*progress)(double fraction, void *user);
+    void *progress_user;
 } inf_load_options;
 
 void inf_load_options_default(inf_load_options *opt);
@@ -109,6 +113,19 @@ typedef struct inf_model_info {
 } inf_model_info;
 
 void inf_model_get_info(const inf_model *model, inf_model_info *out);
+
+/* The tensors of the model file, in file order. */
+typedef struct inf_tensor_info {
+    const char *name;  /* owned by the model */
+    inf_dtype type;
+    int n_dims;
+    uint64_t ne[4];    /* fastest-varying first (GGUF order); unused dims are 1 */
+    uint64_t n_bytes;
+} inf_tensor_info;
+
+size_t inf_model_tensor_count(const inf_model *model);
+/* Fills *out for tensor i; false when i >= the count. */
+bool inf_model_tensor_info(const inf_model *model, size_t i, inf_tensor_info *out);
 
 /* The tokenizer stored in the model file, or NULL when it has none. Owned by the model. */
 const struct inf_tokenizer *inf_model_tokenizer(const inf_model *model);
@@ -163,8 +180,9 @@ int32_t inf_tokenizer_find_special(const inf_tokenizer *tok, const char *text);
 const char *inf_tokenizer_token_bytes(const inf_tokenizer *tok, int32_t id, size_t *len);
 
 enum {
-    /* Special-token text is tokenized as plain text, so that untrusted
-     * content can never become control tokens. */
+    /* The text of every added token, special or not (<|im_start|>,
+     * <think>, <tool_call>, ...), is tokenized as plain text, so that
+     * untrusted content can never become control tokens. */
     INF_TOKENIZE_NO_SPECIAL = 1,
 };
 
@@ -219,6 +237,120 @@ const char *inf_chat_template_describe(const inf_chat_template *tmpl);
  * byte-identically to Hugging Face's Jinja rendering. *out is malloc'd. */
 inf_status inf_chat_template_render(const inf_chat_template *tmpl, const char *request_json,
                                     size_t len, char **out, size_t *out_len, inf_error *err);
+
+/* ------------------------------------------------------------------ sampler */
+
+/*
+ * Turns a row of logits into one token id. The filters run in this fixed
+ * order (llama.cpp's default chain):
+ *
+ *   logit bias -> penalties -> top-k -> top-p -> min-p -> temperature -> draw
+ *
+ *   logit bias   adds bias[id] to the logit (-INFINITY bans the token)
+ *   penalties    over the last penalty_last_n accepted tokens, for each token
+ *                seen c > 0 times: logit /= repeat_penalty when positive,
+ *                *= repeat_penalty when not; then
+ *                logit -= c * frequency_penalty + presence_penalty
+ *   top-k        keeps the k highest logits (ties: the lower id first)
+ *   top-p        keeps the shortest run of the highest-probability tokens
+ *                whose probabilities (softmax of the remaining logits) sum
+ *                to at least top_p
+ *   min-p        keeps tokens whose probability is at least min_p times the
+ *                highest one
+ *   temperature  divides the remaining logits by temperature; the draw is
+ *                from their softmax with the sampler's own PRNG
+ *
+ * temperature 0 is greedy: the highest logit after bias and penalties, ties
+ * to the lowest id; nothing is drawn. The truncation filters see the logits
+ * before temperature (as in llama.cpp); at least one token always survives.
+ * A sampler owns its random stream (xoshiro256** seeded from seed with
+ * splitmix64), so a seed gives the same tokens for the same logits on any
+ * machine and thread count. One sampler serves one sequence at a time.
+ */
+typedef struct inf_sampler inf_sampler;
+
+typedef struct inf_logit_bias {
+    int32_t id;
+    float bias; /* finite, or -INFINITY to ban the token */
+} inf_logit_bias;
+
+typedef struct inf_sampler_params {
+    float temperature;       /* >= 0; 0 = greedy */
+    int top_k;               /* >= 0; 0 = off */
+    float top_p;             /* 0..1; 1 = off */
+    float min_p;             /* 0..1; 0 = off */
+    float repeat_penalty;    /* > 0; 1 = off */
+    float presence_penalty;  /* 0 = off */
+    float frequency_penalty; /* 0 = off */
+    int penalty_last_n;      /* >= 0 accepted tokens the penalties look at; 0 = off */
+    uint64_t seed;
+    const inf_logit_bias *logit_bias; /* copied by inf_sampler_new */
+    size_t n_logit_bias;
+} inf_sampler_params;
+
+/* Neutral values: temperature 1, every filter and penalty off,
+ * penalty_last_n 64, seed 0, no bias. */
+void inf_sampler_params_default(inf_sampler_params *p);
+
+/* The model's recommended sampling: Qwen3's published values for the mode
+ * (thinking: temperature 0.6, top-p 0.95, top-k 20, min-p 0; non-thinking:
+ * 0.7, 0.8, 20, 0), each replaced by the file's general.sampling.* key
+ * (temp, top_k, top_p, min_p, penalty_repeat, penalty_last_n) when present.
+ * Fields that neither sets keep inf_sampler_params_default's values. */
+void inf_model_sampling_defaults(const inf_model *model, bool thinking, inf_sampler_params *p);
+
+/* Overlays the keys a Hugging Face generation_config.json sets
+ * (temperature, top_k, top_p, min_p, repetition_penalty) onto *p; keys it
+ * lacks leave *p as it was. */
+inf_status inf_sampler_params_from_generation_config(const char *path, inf_sampler_params *p,
+                                                     inf_error *err);
+
+/* Checks the parameters (ranges above, bias ids below n_vocab); the sampler
+ * then works on rows of n_vocab logits. */
+inf_status inf_sampler_new(int n_vocab, const inf_sampler_params *p, inf_sampler **out,
+                           inf_error *err);
+void inf_sampler_free(inf_sampler *s);
+/* Forgets the penalty history; the random stream goes on. */
+void inf_sampler_reset(inf_sampler *s);
+/* Adds a token to the penalty history (generated and prompt tokens alike);
+ * ids outside the vocabulary are ignored. */
+void inf_sampler_accept(inf_sampler *s, int32_t id);
+/* Picks a token from n_vocab logits (NaN counts as -infinity). Does not
+ * accept it. */
+int32_t inf_sampler_sample(inf_sampler *s, const float *logits);
+/* Writes the distribution sample would draw from: n_vocab probabilities,
+ * zero for every filtered token (greedy: 1 for the chosen one). Draws
+ * nothing. */
+void inf_sampler_probs(inf_sampler *s, const float *logits, float *probs);
+
+/* ------------------------------------------------------------------ stop strings */
+
+/*
+ * Finds stop strings in streamed text that may be split anywhere across
+ * pushes. Text that could still be the start of a stop string is held back
+ * until decided; a matched stop string and everything after it is never
+ * released. Feed it whole UTF-8 characters (inf_detok_stream output) and it
+ * releases whole characters.
+ */
+typedef struct inf_stop_matcher inf_stop_matcher;
+
+/* n_stops may be 0 (the matcher then releases everything at once). Each
+ * stop string must be non-empty; they are copied. */
+inf_status inf_stop_matcher_new(const char *const *stops, size_t n_stops, inf_stop_matcher **out,
+                                inf_error *err);
+void inf_stop_matcher_free(inf_stop_matcher *m);
+/* Forgets held text and a match. */
+void inf_stop_matcher_reset(inf_stop_matcher *m);
+/* Appends text; *out / *n_out are the bytes now safe to release (valid until
+ * the next call). Sets *stopped once a stop string has matched: *out then
+ * ends right before it, and later pushes release nothing. Fails only on
+ * allocation (INF_ERR_NOMEM), changing nothing. */
+inf_status inf_stop_matcher_push(inf_stop_matcher *m, const char *text, size_t len,
+                                 const char **out, size_t *n_out, bool *stopped, inf_error *err);
+/* Releases the held text (the stream ended without completing a stop). */
+void inf_stop_matcher_flush(inf_stop_matcher *m, const char **out, size_t *n_out);
+/* Index of the stop string that matched, or -1. */
+int inf_stop_matcher_matched(const inf_stop_matcher *m);
 
 /* ------------------------------------------------------------------ synthetic models */
 

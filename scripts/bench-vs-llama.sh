@@ -21,6 +21,11 @@
 #                511 and 2044 tokens)
 #   --kv-type    KV cache type on both sides (default f16, llama.cpp's default)
 #   --mmap       map the file on both sides instead (erratic on some VMs)
+#   --poll N     llama.cpp's thread pool busy-wait level (default 50, as
+#                llama-bench); spinning suffers when other processes load the
+#                cores: each run records the 1-minute load average before it
+#   --table FILE print the table of an earlier results file (and rewrite its
+#                derived comparison rows) without running anything
 # Every bench line (tagged with its round) and the comparison rows go to
 # bench/results/vs-llama-DATE.jsonl. Needs build/inferno (made if missing),
 # npm (llama.cpp via scripts/install-llama.sh) and node (the table).
@@ -38,7 +43,9 @@ depths=17,511,2044
 types=q8_0,bf16
 kv=f16
 mmap=0
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+poll=50
+table_file=""
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 need_value() { [ $# -ge 2 ] || { echo "bench-vs-llama: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -53,6 +60,8 @@ while [ $# -gt 0 ]; do
         --types) need_value "$@"; types=$2; shift 2 ;;
         --kv-type) need_value "$@"; kv=$2; shift 2 ;;
         --mmap) mmap=1; shift ;;
+        --poll) need_value "$@"; poll=$2; shift 2 ;;
+        --table) need_value "$@"; table_file=$2; shift 2 ;;
         *) echo "bench-vs-llama: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -60,72 +69,19 @@ case "$rounds" in ''|*[!0-9]*|0) echo "bench-vs-llama: -r wants a round count fr
 case "$kv" in f16|f32) ;; *) echo "bench-vs-llama: --kv-type wants f16 or f32" >&2; exit 2 ;; esac
 command -v node >/dev/null || { echo "bench-vs-llama: node is needed for the table" >&2; exit 1; }
 
-[ -x build/inferno ] || make -j2 >/dev/null
-LLAMA=$(sh scripts/install-llama.sh)
-
-if [ -z "$models" ]; then
-    mkdir -p .deps/models
-    for type in $(echo "$types" | tr , ' '); do
-        file=.deps/models/qwen3-0.6b-synth-$type.gguf
-        if [ ! -f "$file" ]; then
-            echo "bench-vs-llama: writing $file (Qwen3-0.6B geometry, random weights)" >&2
-            build/inferno synth -o "$file" --type "$type" \
-                --name "Qwen3-0.6B-geometry synthetic ($type, random weights)" >&2
-        fi
-        models="$models $file"
-    done
-fi
-
-if [ $mmap -eq 1 ]; then inferno_load=""; llama_load=mmap; else inferno_load=--no-mmap; llama_load=none; fi
-stamp=$(date -u +%Y%m%d-%H%M%S)
-mkdir -p bench/results
-results=bench/results/vs-llama-$stamp.jsonl
-tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
-rev=$(git rev-parse --short HEAD 2>/dev/null || echo none)
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-printf '{"kind": "meta", "date_utc": "%s", "git": "%s", "cpu": "%s", "cores_online": %s, "rounds": %s, "reps": %s, "kv_type": "%s", "load": "%s"}\n' \
-    "$stamp" "$rev" "$cpu" "$(nproc)" "$rounds" "$reps" "$kv" "$llama_load" >"$results"
-
-# run ENGINE MODEL THREADS ROUND: one bench run, its lines tagged and appended
-run() {
-    start=$(date +%s)
-    if [ "$1" = inferno ]; then
-        build/inferno bench -m "$2" -t "$3" -p "$prefill" -n "$n_decode" -d "$depths" -r "$reps" \
-            --kv-type "$kv" $inferno_load --json >"$tmp"
-    else
-        "$LLAMA" bench -m "$2" -t "$3" -p "$prefill" -n "$n_decode" -d "$depths" -r "$reps" \
-            --kv-type "$kv" --load-mode "$llama_load" >"$tmp"
-    fi
-    sed "s|^{|{\"round\": $4, \"file\": \"$2\", |" "$tmp" >>"$results"
-    echo "bench-vs-llama: round $4/$rounds $1 $(basename "$2") -t $3: $(( $(date +%s) - start )) s" >&2
-}
-
-t_all=$(date +%s)
-round=1
-while [ $round -le "$rounds" ]; do
-    for model in $models; do
-        for t in $(echo "$threads" | tr , ' '); do
-            if [ $((round % 2)) -eq 1 ]; then
-                run inferno "$model" "$t" $round
-                run llama "$model" "$t" $round
-            else
-                run llama "$model" "$t" $round
-                run inferno "$model" "$t" $round
-            fi
-        done
-    done
-    round=$((round + 1))
-done
-
-node - "$results" <<'EOF'
+# table FILE: prints the comparison table from FILE's bench lines and
+# (re)writes its derived comparison rows
+table() {
+node - "$1" <<'EOF'
 // The table: per model, threads and case, the median over rounds of each
 // engine's per-run median tok/s; the ratio; inferno's GB/s and % of the
-// measured bandwidth; issue 4's targets. Comparison rows are appended to
-// the results file.
+// measured bandwidth; issue 4's targets. The comparison rows replace any
+// earlier ones at the end of the results file.
 const fs = require("fs");
 const file = process.argv[2];
-const lines = fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+const raw = fs.readFileSync(file, "utf8").split("\n").filter(Boolean);
+const derived = (l) => /"kind": ?"comparison/.test(l);
+const lines = raw.filter((l) => !derived(l)).map((l) => JSON.parse(l));
 const median = (v) => {
   const s = [...v].sort((a, b) => a - b), n = s.length;
   return n === 0 ? NaN : n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
@@ -187,6 +143,82 @@ for (const g of groups.values()) {
   rows.push(line);
   console.log(`${g.file.split("/").pop()} -t ${g.threads}: load ${f(line.inferno_load_s, 3)} s (llama.cpp ${f(line.llama_load_s, 3)} s, target <= 0.5), peak RSS ${f(rss, 0)} MB = ${f(line.rss_ratio, 2)}x weights+KV (target <= 1.1; llama.cpp ${f(line.llama_peak_rss_mb, 0)} MB), read bandwidth ${f(line.bandwidth_gb_s, 1)} GB/s`);
 }
-fs.appendFileSync(file, rows.map((r) => JSON.stringify(r)).join("\n") + "\n");
+// a busy machine: another process's load (beyond our own previous run's
+// threads, which linger in the 1-minute average) takes cores from the engines
+const meta = lines.find((l) => l.kind === "meta") || {};
+const maxLoad = Math.max(...lines.map((l) => (typeof l.loadavg1_before === "number" ? l.loadavg1_before : 0)));
+const cores = meta.cores_online || 0;
+if (cores && maxLoad > cores + 1) {
+  rows.push({ kind: "comparison_warning", max_loadavg1: maxLoad, cores_online: cores, note: "the machine was busy with other processes during these runs: the figures (llama.cpp's busy-waiting thread pool most of all) are not representative" });
+  console.log(`WARNING: the 1-minute load average reached ${maxLoad} on ${cores} cores before a run: other processes were running, so these figures are not representative.`);
+}
+fs.writeFileSync(file, raw.filter((l) => !derived(l)).concat(rows.map((r) => JSON.stringify(r))).join("\n") + "\n");
 EOF
+}
+
+if [ -n "$table_file" ]; then
+    table "$table_file"
+    exit 0
+fi
+
+[ -x build/inferno ] || make -j2 >/dev/null
+LLAMA=$(sh scripts/install-llama.sh)
+
+if [ -z "$models" ]; then
+    mkdir -p .deps/models
+    for type in $(echo "$types" | tr , ' '); do
+        file=.deps/models/qwen3-0.6b-synth-$type.gguf
+        if [ ! -f "$file" ]; then
+            echo "bench-vs-llama: writing $file (Qwen3-0.6B geometry, random weights)" >&2
+            build/inferno synth -o "$file" --type "$type" \
+                --name "Qwen3-0.6B-geometry synthetic ($type, random weights)" >&2
+        fi
+        models="$models $file"
+    done
+fi
+
+if [ $mmap -eq 1 ]; then inferno_load=""; llama_load=mmap; else inferno_load=--no-mmap; llama_load=none; fi
+stamp=$(date -u +%Y%m%d-%H%M%S)
+mkdir -p bench/results
+results=bench/results/vs-llama-$stamp.jsonl
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+printf '{"kind": "meta", "date_utc": "%s", "git": "%s", "cpu": "%s", "cores_online": %s, "rounds": %s, "reps": %s, "kv_type": "%s", "load": "%s"}\n' \
+    "$stamp" "$rev" "$cpu" "$(nproc)" "$rounds" "$reps" "$kv" "$llama_load" >"$results"
+
+# run ENGINE MODEL THREADS ROUND: one bench run, its lines tagged and appended
+run() {
+    start=$(date +%s)
+    load=$(cut -d ' ' -f 1 /proc/loadavg)
+    if [ "$1" = inferno ]; then
+        build/inferno bench -m "$2" -t "$3" -p "$prefill" -n "$n_decode" -d "$depths" -r "$reps" \
+            --kv-type "$kv" $inferno_load --json >"$tmp"
+    else
+        "$LLAMA" bench -m "$2" -t "$3" -p "$prefill" -n "$n_decode" -d "$depths" -r "$reps" \
+            --kv-type "$kv" --load-mode "$llama_load" --poll "$poll" >"$tmp"
+    fi
+    sed "s|^{|{\"round\": $4, \"file\": \"$2\", \"loadavg1_before\": $load, |" "$tmp" >>"$results"
+    echo "bench-vs-llama: round $4/$rounds $1 $(basename "$2") -t $3: $(( $(date +%s) - start )) s (load average before: $load)" >&2
+}
+
+t_all=$(date +%s)
+round=1
+while [ $round -le "$rounds" ]; do
+    for model in $models; do
+        for t in $(echo "$threads" | tr , ' '); do
+            if [ $((round % 2)) -eq 1 ]; then
+                run inferno "$model" "$t" $round
+                run llama "$model" "$t" $round
+            else
+                run llama "$model" "$t" $round
+                run inferno "$model" "$t" $round
+            fi
+        done
+    done
+    round=$((round + 1))
+done
+
+table "$results"
 echo "bench-vs-llama: $(( $(date +%s) - t_all )) s in all; results in $results" >&2

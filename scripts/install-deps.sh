@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs what building and testing inferno needs on a Debian machine
-# (compiler, make, cJSON, utf8proc), skipping what is already there.
+# (compiler, make, cJSON, utf8proc, libedit; tmux drives the chat test),
+# skipping what is already there.
 set -eu
-PKGS="gcc make libc6-dev libcjson-dev libutf8proc-dev"
+PKGS="gcc make libc6-dev libcjson-dev libutf8proc-dev libedit-dev tmux"
 missing=""
 for p in $PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

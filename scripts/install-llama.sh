@@ -17,6 +17,7 @@ VERSION=3.22.1
 LIBS="$DEST/lib"
 HEADERS="$DEST/include"
 mkdir -p "$DEST"
+trap 'rm -rf "$DEST"/fetch.* "$DEST/llama_bench.tmp"' EXIT
 
 if [ ! -f "$LIBS/libllama.v0.5.0.so" ]; then
     echo "install-llama: fetching @node-llama-cpp/linux-x64@$VERSION from npm" >&2
@@ -48,7 +49,7 @@ if [ ! -f "$HEADERS/include/llama.h" ]; then
 fi
 
 # The harness: our own program over llama.h; it finds the CPU backends in $LIBS.
-${CC:-cc} -O2 -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter \
+${CC:-cc} -O2 -std=c11 -Wall -Wextra -Werror \
     -I"$HEADERS/include" -I"$HEADERS/ggml/include" \
     -DLLAMA_LIBDIR="\"$LIBS\"" -o "$DEST/llama_bench.tmp" "$ROOT/bench/llama_bench.c" \
     -L"$LIBS" -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so \

@@ -135,6 +135,21 @@ static int split_tasks(const cpu_backend *c, int64_t units, int64_t min_units, i
     return tasks < 1 ? 1 : (int)tasks;
 }
 
+/* Work below this many units (multiply-adds, or elements touched) runs in
+ * the calling thread: a dispatch costs microseconds, and with more threads
+ * than free cores a descheduled worker can stall it far longer. */
+enum { PARALLEL_MIN_WORK = 1 << 17 };
+
+/* Runs tasks 0..tasks-1 of fn on the pool, or in the calling thread (as
+ * thread 0) when the op is small. */
+static void run_tasks(cpu_backend *c, int tasks, inf_pool_fn fn, void *ctx, double work) {
+    if (tasks > 1 && work >= PARALLEL_MIN_WORK) {
+        inf_pool_run(c->pool, tasks, fn, ctx);
+        return;
+    }
+    for (int i = 0; i < tasks; i++) fn(ctx, i, 0);
+}
+
 /* The i-th of `tasks` near-equal parts of [0, units), boundaries rounded to `align`. */
 static void task_range(int64_t units, int tasks, int i, int64_t align, int64_t *lo, int64_t *hi) {
     int64_t chunks = (units + align - 1) / align;
@@ -152,14 +167,20 @@ typedef struct matmul_job {
     float *y;
     void *scratch;
     inf_act act;
+    bool gemm; /* activations prepared for gemm */
     int tasks;
 } matmul_job;
 
+/* Token ranges of the activations, aligned to gemm's 8-token tiles. */
 static void act_task(void *ctx, int task, int thread) {
     (void)thread;
     matmul_job *j = ctx;
     int64_t t0, t1;
-    task_range(j->n, j->tasks, task, 1, &t0, &t1);
+    task_range(j->n, j->tasks, task, 8, &t0, &t1);
+    if (j->gemm) {
+        if (t0 < t1) j->c->k->gemm_prepare(j->w->type, j->x, j->w->cols, j->n, (int)t0, (int)t1, j->scratch);
+        return;
+    }
     for (int64_t t = t0; t < t1; t++)
         j->c->k->act_prepare(j->w->type, j->x + t * j->w->cols, j->w->cols,
                              (char *)j->scratch + (size_t)t * j->act.stride);
@@ -210,6 +231,7 @@ static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x,
                        void *scratch) {
     cpu_backend *c = cpu_of(self);
     matmul_job j = {.c = c, .w = w, .x = x, .n = n, .y = y, .scratch = scratch};
+    const double work = (double)w->rows * (double)w->cols * n;
     const int64_t min_rows = INF_MAX(16, MATVEC_MIN_TASK_BYTES / (int64_t)w->row_bytes);
 
     if (!c->k || !c->k->matvec) {
@@ -223,23 +245,23 @@ static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x,
         } else {
             j.tasks = INF_MIN(n, c->n_threads * 4);
         }
-        inf_pool_run(c->pool, j.tasks, ref_matmul_task, &j);
+        run_tasks(c, j.tasks, ref_matmul_task, &j, work);
         return;
     }
 
     /* round the activations once, shared by all tasks */
-    j.act = (inf_act){.data = scratch, .stride = c->k->act_row_bytes(w->type, w->cols), .n = n};
+    j.gemm = c->k->gemm && n >= c->k->gemm_min_tokens && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols));
+    j.act = (inf_act){.data = scratch, .stride = j.gemm ? 0 : c->k->act_row_bytes(w->type, w->cols), .n = n};
     j.tasks = n >= 64 ? c->n_threads * 4 : 1;
-    if (j.tasks == 1) act_task(&j, 0, 0);
-    else inf_pool_run(c->pool, j.tasks, act_task, &j);
+    run_tasks(c, j.tasks, act_task, &j, (double)w->cols * n);
 
-    if (c->k->gemm && n >= c->k->gemm_min_tokens && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols))) {
+    if (j.gemm) {
         j.tasks = (int)((w->rows + c->k->gemm_rows - 1) / c->k->gemm_rows);
-        inf_pool_run(c->pool, j.tasks, gemm_task, &j);
+        run_tasks(c, j.tasks, gemm_task, &j, work);
         return;
     }
     j.tasks = split_tasks(c, w->rows, min_rows, 4);
-    inf_pool_run(c->pool, j.tasks, matvec_task, &j);
+    run_tasks(c, j.tasks, matvec_task, &j, work);
 }
 
 /* ------------------------------------------------------------------ element-wise ops */
@@ -466,7 +488,7 @@ static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const
         c->ref->attn_decode(c->ref, sh, q, k, v, out);
         return;
     }
-    inf_pool_run(c->pool, j.tasks, decode_task, &j);
+    run_tasks(c, j.tasks, decode_task, &j, (double)(sh->pos0 + 1) * sh->n_head * sh->head_dim);
 }
 
 /* Task i runs query block (n_blocks - 1 - i % n_blocks) of KV head i / n_blocks:
@@ -501,7 +523,9 @@ static void cpu_attn_prefill(const inf_ops *self, const inf_attn_shape *sh, cons
         j.n_blocks = (sh->n_tok + j.block - 1) / j.block;
         j.tasks = j.n_blocks;
     }
-    inf_pool_run(c->pool, j.tasks, prefill_task, &j);
+    /* query t sees pos0 + t + 1 keys */
+    const double pairs = (double)sh->n_tok * (sh->pos0 + (sh->n_tok + 1) / 2.0);
+    run_tasks(c, j.tasks, prefill_task, &j, pairs * sh->n_head * sh->head_dim);
 }
 
 static int cpu_argmax(const inf_ops *self, const float *x, int n) {

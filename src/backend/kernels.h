@@ -32,7 +32,7 @@
 
 /* The activations of one matmul, prepared once for the weight's dot type. */
 typedef struct inf_act {
-    const void *data; /* [n][stride] bytes, 64-aligned rows */
+    const void *data; /* [n][stride] bytes; rows 4-byte aligned */
     size_t stride;    /* bytes between consecutive tokens */
     int n;            /* tokens */
 } inf_act;
@@ -41,7 +41,7 @@ typedef struct inf_kernels {
     const char *name; /* the ISA's name */
 
     /* ---- matmul: y[t][r] = x[t] · W[r] */
-    /* Bytes of one token's prepared activations: a multiple of 64, at most
+    /* Bytes of one token's prepared activations: a multiple of 4, at most
      * cols * sizeof(float) (the op's scratch holds n of them). */
     size_t (*act_row_bytes)(inf_dtype type, int64_t cols);
     /* x[cols] f32 -> row, rounded for weights of `type`. */
@@ -50,9 +50,12 @@ typedef struct inf_kernels {
      * y[t * y_stride + r]. For few tokens (decode). */
     void (*matvec)(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
                    size_t y_stride);
+    /* Tokens [t0, t1) of x[n][cols] prepared for gemm into buf (t0 a
+     * multiple of 8; n tokens take at most n * cols * sizeof(float) bytes). */
+    void (*gemm_prepare)(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
     /* Rows [r0, r1), r1 - r0 <= gemm_rows, packed into `pack` (64-aligned,
-     * gemm_pack_bytes) then multiplied with all a->n tokens in register
-     * tiles. Used when a->n >= gemm_min_tokens. */
+     * gemm_pack_bytes) then multiplied with all a->n tokens (a->data from
+     * gemm_prepare) in register tiles. Used when a->n >= gemm_min_tokens. */
     void (*gemm)(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
                  size_t y_stride, void *pack);
     size_t (*gemm_pack_bytes)(inf_dtype type, int64_t cols);

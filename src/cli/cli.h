@@ -10,6 +10,7 @@
 
 #include "inferno.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 
 /* Prints "inferno CMD: message" to stderr; returns code (for `return cli_fail(...)`). */
 int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -44,8 +46,6 @@ const char *cli_flag_value(const char *cmd, int argc, char **argv, int *i);
 /* Reads all of a stream or file into a malloc'd NUL-terminated buffer. */
 char *cli_read_stream(FILE *f, size_t *len);
 char *cli_read_file(const char *path, size_t *len);
-
-#endif
 
 /* ---- shared by run / logits / info (cli_model.c) ---- */
 
@@ -73,6 +73,117 @@ inf_model *cli_load_model(const char *cmd, const cli_model_args *a);
 int cli_prompt_ids(const char *cmd, const cli_model_args *a, const inf_model *m, int32_t **ids,
                    size_t *n);
 
+/* The model run and chat use without -m: $INFERNO_MODEL, else a synthetic
+ * Qwen3-0.6B-geometry model in the user's cache folder, written on first
+ * use (with a notice on stderr). malloc'd; NULL after printing an error. */
+char *cli_default_model_path(const char *cmd);
+
 /* Path of a file under the project's data/ folder (next to the executable's
  * build/ folder, or under the current directory); NULL when not found. */
 char *cli_data_path(const char *relative);
+
+/* ---- progress, interrupts, sampling flags, generation (cli_progress.c, cli_generate.c) ---- */
+
+/* A one-line progress bar on stderr, drawn only when stderr is a terminal
+ * and the wait has lasted a quarter of a second; cleared when done. */
+typedef struct cli_progress {
+    const char *label;
+    double t_start_s;
+    bool enabled;   /* stderr is a terminal */
+    int drawn_pct;  /* -1 until drawn */
+} cli_progress;
+
+void cli_progress_begin(cli_progress *p, const char *label);
+void cli_progress_update(cli_progress *p, double fraction);
+void cli_progress_end(cli_progress *p);
+/* inf_load_options.progress adapter (user = a cli_progress). */
+void cli_progress_callback(double fraction, void *user);
+
+double cli_now_s(void);
+
+/* Ctrl-C: the first sets cli_interrupted (generation ends cleanly at the
+ * next token); a second while it is still set exits at once with 130. */
+extern volatile sig_atomic_t cli_interrupted;
+void cli_catch_interrupt(void);
+
+/* Sampling flags shared by run and chat; each *_set says the user gave it. */
+typedef struct cli_sampling_args {
+    float temperature, top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
+    int top_k, repeat_last_n;
+    uint64_t seed;
+    bool temperature_set, top_p_set, min_p_set, repeat_penalty_set, presence_penalty_set,
+        frequency_penalty_set, top_k_set, repeat_last_n_set, seed_set;
+    const char **stops;        /* --stop, [n_stops] */
+    size_t n_stops;
+    inf_logit_bias *bias;      /* --logit-bias, [n_bias] */
+    size_t n_bias;
+} cli_sampling_args;
+
+/* Consumes a sampling flag like cli_model_flag (1 consumed, 0 not one, -1 bad value). */
+int cli_sampling_flag(const char *cmd, cli_sampling_args *a, int argc, char **argv, int *i);
+/* True when a flag that asks for random sampling was given (--temp, --top-k,
+ * --top-p, --min-p, --seed). */
+bool cli_sampling_asked(const cli_sampling_args *a);
+/* base (the model's defaults, or greedy) with the user's flags applied; a
+ * seed not given is drawn from the clock (out->seed says which);
+ * --repeat-last-n -1 becomes n_ctx. */
+void cli_sampling_params(const cli_sampling_args *a, const inf_sampler_params *base, int n_ctx,
+                         inf_sampler_params *out);
+void cli_sampling_args_free(cli_sampling_args *a);
+/* The help text of the sampling flags. */
+extern const char *cli_sampling_help;
+
+/* Evaluates tokens in chunks of 512 with a progress bar; stops early (returning
+ * INF_OK with *interrupted) on Ctrl-C. Logits of the last token go to logits. */
+inf_status cli_prefill(inf_session *s, const int32_t *ids, size_t n, float *logits, bool *interrupted,
+                       inf_error *err);
+
+typedef enum cli_stop_reason {
+    CLI_STOP_EOG,       /* an end-of-turn token */
+    CLI_STOP_STRING,    /* a stop string */
+    CLI_STOP_LENGTH,    /* -n tokens */
+    CLI_STOP_CONTEXT,   /* the context is full */
+    CLI_STOP_INTERRUPT, /* Ctrl-C */
+    CLI_STOP_ERROR,
+} cli_stop_reason;
+
+const char *cli_stop_reason_name(cli_stop_reason r); /* "eog", "stop", "length", "context", "interrupt", "error" */
+
+/* One generation after an evaluated prompt. */
+typedef struct cli_generation {
+    /* in */
+    inf_session *session;
+    inf_sampler *sampler;
+    const inf_tokenizer *tok;  /* NULL: ids are emitted as text */
+    inf_stop_matcher *stops;   /* may be NULL */
+    long n_predict;            /* < 0: until the context is full */
+    bool ignore_eos;
+    /* receives the released text in order; thinking is true from a <think>
+     * token through its </think> */
+    void (*emit)(void *user, const char *text, size_t len, bool thinking);
+    void *user;
+    /* out */
+    int32_t *ids;              /* sampled tokens, end-of-turn excluded (malloc'd) */
+    size_t n_ids;
+    cli_stop_reason stop;
+    double t_first_s;          /* when the first token was sampled */
+    double t_end_s;
+    long n_decoded;            /* tokens run through the model after the prompt */
+    inf_error err;             /* when stop == CLI_STOP_ERROR */
+} cli_generation;
+
+/* Runs the loop from logits (those of the prompt's last token; overwritten). */
+void cli_generate(cli_generation *g, float *logits);
+
+/* One chat message. */
+typedef struct cli_message {
+    const char *role; /* "system", "user", "assistant" */
+    char *content;    /* owned by whoever holds the list */
+} cli_message;
+
+/* Renders messages with the chat template as a prompt ready for the
+ * assistant's answer (enable_thinking = thinking). *out is malloc'd. */
+inf_status cli_render_chat(const inf_chat_template *tmpl, const cli_message *msgs, size_t n, bool thinking,
+                           char **out, size_t *len, inf_error *err);
+
+#endif

@@ -70,9 +70,15 @@ inf_model *cli_load_model(const char *cmd, const cli_model_args *a) {
     opt.use_mmap = !a->no_mmap;
     opt.trace = a->trace;
     opt.kv_type = a->kv_type;
+    cli_progress bar;
+    cli_progress_begin(&bar, "loading");
+    opt.progress = cli_progress_callback;
+    opt.progress_user = &bar;
     inf_model *m = NULL;
     inf_error err = {0};
-    if (inf_model_load(a->model_path, &opt, &m, &err)) {
+    inf_status st = inf_model_load(a->model_path, &opt, &m, &err);
+    cli_progress_end(&bar);
+    if (st) {
         cli_fail_error(cmd, &err);
         return NULL;
     }

@@ -74,7 +74,7 @@ typedef struct bench_opts {
     long bw_mib;
 } bench_opts;
 
-enum { MAX_CASE_TOKENS = 1 << 24 };
+enum { MAX_CASE_TOKENS = 1 << 24, MAX_REPS = 1000 };
 
 /* A comma list of counts in [min, MAX_CASE_TOKENS]; a lone 0 means none
  * when allow_none. */
@@ -121,8 +121,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, bool *help) {
                 return cli_fail(EXIT_USAGE, cmd, "-d wants context depths like 0,511, got '%s'", val);
         } else if (!strcmp(f, "-r") || !strcmp(f, "--repetitions")) {
             if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
-            if (!cli_parse_int(val, 1, 1000, &v))
-                return cli_fail(EXIT_USAGE, cmd, "-r wants a repetition count from 1 to 1000, got '%s'", val);
+            if (!cli_parse_int(val, 1, MAX_REPS, &v))
+                return cli_fail(EXIT_USAGE, cmd, "-r wants a repetition count from 1 to %d, got '%s'", MAX_REPS, val);
             o->reps = (int)v;
         } else if (!strcmp(f, "--bw-mib")) {
             if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
@@ -205,10 +205,14 @@ static spread spread_of(double *v, int n) {
  * why on stderr). */
 static double measure_bandwidth(int n_threads, long mib) {
     int fd[2];
-    if (pipe(fd) != 0) return 0;
+    if (pipe(fd) != 0) {
+        fprintf(stderr, "inferno bench: no bandwidth figure: pipe: %s\n", strerror(errno));
+        return 0;
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
+        fprintf(stderr, "inferno bench: no bandwidth figure: fork: %s\n", strerror(errno));
         close(fd[0]);
         close(fd[1]);
         return 0;
@@ -218,7 +222,7 @@ static double measure_bandwidth(int n_threads, long mib) {
         double gb_s = 0;
         inf_error err = {0};
         if (inf_measure_read_bandwidth(n_threads, (size_t)mib << 20, &gb_s, &err))
-            fprintf(stderr, "inferno bench: %s\n", err.msg);
+            fprintf(stderr, "inferno bench: no bandwidth figure: %s\n", err.msg);
         ssize_t w = write(fd[1], &gb_s, sizeof gb_s);
         _exit(w == (ssize_t)sizeof gb_s ? 0 : 1);
     }
@@ -257,7 +261,7 @@ static const char *human_bytes(double bytes, char *buf, size_t cap) {
 
 static void progress(const bench_ctx *b, const char *name, int rep) {
     if (!b->progress) return;
-    if (rep < 0) fprintf(stderr, "\r%-40s\r", "");
+    if (rep < 0) fprintf(stderr, "\r%-72s\r", "");
     else if (rep == 0) fprintf(stderr, "\rinferno bench: %s warm-up          ", name);
     else fprintf(stderr, "\rinferno bench: %s rep %d/%d          ", name, rep, b->o->reps);
     fflush(stderr);
@@ -325,7 +329,7 @@ static void print_json_samples(const double *seconds, int n) {
 
 static int bench_prefill(bench_ctx *b, int n) {
     int reps = b->o->reps;
-    double seconds[1000], tok_s[1000];
+    double seconds[MAX_REPS], tok_s[MAX_REPS];
     char name[32];
     snprintf(name, sizeof name, "pp%d", n);
     token_stream ts = {TOKEN_SEED, b->n_ordinary};
@@ -340,7 +344,7 @@ static int bench_prefill(bench_ctx *b, int n) {
         tok_s[r] = seconds[r] > 0 ? n / seconds[r] : 0;
     }
     progress(b, name, -1);
-    double sorted_s[1000];
+    double sorted_s[MAX_REPS];
     memcpy(sorted_s, seconds, (size_t)reps * sizeof *seconds);
     spread speed = spread_of(tok_s, reps), ttft = spread_of(sorted_s, reps);
     if (b->o->json) {
@@ -360,7 +364,7 @@ static int bench_prefill(bench_ctx *b, int n) {
 
 static int bench_decode(bench_ctx *b, int n, int depth) {
     int reps = b->o->reps;
-    double seconds[1000], tok_s[1000];
+    double seconds[MAX_REPS], tok_s[MAX_REPS];
     char name[48];
     snprintf(name, sizeof name, "tg%d @ d%d", n, depth);
     token_stream ts = {TOKEN_SEED, b->n_ordinary};
@@ -479,11 +483,14 @@ static int bench_model(bench_opts *o, int need) {
         double peak_rss_mb = (double)ru.ru_maxrss * 1024.0 * 1e-6; /* ru_maxrss is in KiB */
         if (o->json) {
             print_json_head(&b, "summary", 0, 0);
-            printf(", \"load_s\": %.4f, \"peak_rss_mb\": %.1f, \"bandwidth_gb_s\": %.2f, "
-                   "\"weight_bytes\": %llu, \"kv_cache_bytes\": %llu, \"n_ctx\": %d, "
-                   "\"n_params\": %llu}\n",
-                   load_s, peak_rss_mb, b.bw_gb_s, (unsigned long long)b.info.weight_bytes,
-                   (unsigned long long)kv_cache_bytes, need, (unsigned long long)b.info.n_params);
+            printf(", \"load_s\": %.4f, \"peak_rss_mb\": %.1f, \"bandwidth_gb_s\": ", load_s, peak_rss_mb);
+            if (b.bw_gb_s > 0) printf("%.2f", b.bw_gb_s);
+            else printf("null");
+            printf(", \"weight_bytes\": %llu, \"kv_cache_bytes\": %llu, \"n_ctx\": %d, "
+                   "\"n_params\": %llu, \"n_ordinary_tokens\": %d, \"warmup\": %s}\n",
+                   (unsigned long long)b.info.weight_bytes,
+                   (unsigned long long)kv_cache_bytes, need, (unsigned long long)b.info.n_params,
+                   b.n_ordinary, o->warmup ? "true" : "false");
         } else {
             char weights[32], kv[32];
             printf("\n  peak RSS %.1f MB (weights %s + KV cache %s)\n", peak_rss_mb,

@@ -13,7 +13,8 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"run", cmd_run, "generate text greedily from a prompt"},
+    {"run", cmd_run, "generate text from a prompt (greedy, or sampled)"},
+    {"chat", cmd_chat, "chat with a model in the terminal"},
     {"logits", cmd_logits, "print the top logits of a prompt as JSON"},
     {"info", cmd_info, "describe a model file"},
     {"tokenize", cmd_tokenize, "text to token ids (JSON)"},

@@ -168,6 +168,8 @@ typedef struct cursor {
     size_t window_len;
     char what[160];      /* what is being read, for error messages */
     inf_error *err;
+    void (*progress)(double fraction, void *user); /* data section read so far; may be NULL */
+    void *progress_user;
 } cursor;
 
 static uint64_t cur_left(const cursor *c) { return c->size - c->pos; }
@@ -516,7 +518,8 @@ static inf_status read_data(cursor *c, gguf_file *f) {
     uint8_t *dst = f->buffer;
     size_t done = 0;
     while (done < bytes) {
-        size_t chunk = INF_MIN(bytes - done, (size_t)1 << 30);
+        if (c->progress) c->progress((double)done / (double)bytes, c->progress_user);
+        size_t chunk = INF_MIN(bytes - done, (size_t)(c->progress ? 1 << 26 : 1 << 30));
         ssize_t got = pread(c->fd, dst + done, chunk, (off_t)(f->data_offset + done));
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0)
@@ -528,9 +531,14 @@ static inf_status read_data(cursor *c, gguf_file *f) {
 }
 
 inf_status gguf_open(const char *path, gguf_open_mode mode, gguf_file **out, inf_error *err) {
+    return gguf_open_progress(path, mode, NULL, NULL, out, err);
+}
+
+inf_status gguf_open_progress(const char *path, gguf_open_mode mode, void (*progress)(double fraction, void *user),
+                              void *progress_user, gguf_file **out, inf_error *err) {
     *out = NULL;
     gguf_file *f = calloc(1, sizeof *f);
-    cursor c = {.path = path, .fd = -1, .err = err};
+    cursor c = {.path = path, .fd = -1, .err = err, .progress = progress, .progress_user = progress_user};
     if (!f || !(f->path = strdup(path))) {
         free(f);
         return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", path);

@@ -105,6 +105,10 @@ typedef enum gguf_open_mode {
 } gguf_open_mode;
 
 inf_status gguf_open(const char *path, gguf_open_mode mode, gguf_file **out, inf_error *err);
+/* gguf_open that reports, for GGUF_OPEN_READ, the fraction of the data
+ * section read so far to progress (NULL: none), every 64 MiB. */
+inf_status gguf_open_progress(const char *path, gguf_open_mode mode, void (*progress)(double fraction, void *user),
+                              void *progress_user, gguf_file **out, inf_error *err);
 void gguf_close(gguf_file *f);
 
 const gguf_kv *gguf_find(const gguf_file *f, const char *key);

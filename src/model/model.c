@@ -9,6 +9,7 @@
  */
 #include "model/model.h"
 
+#include "backend/cpu.h"
 #include "core/common.h"
 #include "core/dtype.h"
 #include "tok/tokenizer.h"
@@ -270,6 +271,7 @@ void inf_model_free(inf_model *m) {
     }
     inf_free_aligned(m->output_norm);
     if (m->tracer) inf_ops_trace_free(m->tracer);
+    inf_ops_cpu_free((inf_ops *)m->backend); /* created by inf_ops_cpu_new */
     inf_tokenizer_free(m->tokenizer);
     gguf_close(m->file);
     free(m->path);
@@ -293,7 +295,9 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     }
     m->opt = *opt;
     if (m->opt.n_threads == 0) m->opt.n_threads = physical_cores();
-    inf_status st = gguf_open(path, opt->use_mmap ? GGUF_OPEN_MMAP : GGUF_OPEN_READ, &m->file, err);
+    if (opt->progress) opt->progress(0.0, opt->progress_user);
+    inf_status st = gguf_open_progress(path, opt->use_mmap ? GGUF_OPEN_MMAP : GGUF_OPEN_READ, opt->progress,
+                                       opt->progress_user, &m->file, err);
     if (!st) st = load_config(m->file, &m->cfg, err);
     if (!st) st = bind_tensors(m, err);
     if (!st && m->opt.n_ctx > m->cfg.n_ctx_train)
@@ -310,7 +314,15 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     }
     if (m->opt.n_ctx == 0) m->opt.n_ctx = INF_MIN(m->cfg.n_ctx_train, 4096);
     summarize_weights(m);
-    m->backend = inf_ops_ref();
+    inf_isa isa;
+    inf_ops *backend = NULL;
+    st = inf_isa_select(&isa, err);
+    if (!st) st = inf_ops_cpu_new(isa, m->opt.n_threads, &backend, err);
+    if (st) {
+        inf_model_free(m);
+        return st;
+    }
+    m->backend = backend;
     m->ops = m->backend;
     if (opt->trace) {
         m->tracer = inf_ops_trace_new(m->ops);
@@ -320,6 +332,7 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
         }
         m->ops = m->tracer;
     }
+    if (opt->progress) opt->progress(1.0, opt->progress_user);
     *out = m;
     return INF_OK;
 }
@@ -349,6 +362,16 @@ void inf_model_get_info(const inf_model *m, inf_model_info *out) {
 }
 
 const inf_tokenizer *inf_model_tokenizer(const inf_model *m) { return m->tokenizer; }
+
+size_t inf_model_tensor_count(const inf_model *m) { return (size_t)m->file->n_tensors; }
+
+bool inf_model_tensor_info(const inf_model *m, size_t i, inf_tensor_info *out) {
+    if (i >= m->file->n_tensors) return false;
+    const gguf_tensor *t = &m->file->tensors[i];
+    *out = (inf_tensor_info){.name = t->name.data, .type = t->type, .n_dims = (int)t->n_dims, .n_bytes = t->nbytes};
+    for (int d = 0; d < 4; d++) out->ne[d] = t->ne[d];
+    return true;
+}
 
 void inf_model_print_trace(const inf_model *m, FILE *out) {
     if (m->tracer) inf_ops_trace_print(m->tracer, out);

@@ -32,7 +32,7 @@ enum { BPE_CACHE_KEY_BYTES = 24, BPE_CACHE_MAX_IDS = 6, BPE_CACHE_ENTRIES = 8192
 /* One cache slot, a seqlock: seq is odd while a writer fills the slot, and a
  * reader keeps what it copied only when seq was even and unchanged around the
  * copy. Every field is atomic, so racing readers and writers are well defined
- * (relaxed loads and stores are plain moves on the machines we target). */
+ * (see cache_get in bpe.c for the memory orders). */
 typedef struct bpe_cache_entry {
     _Alignas(64) _Atomic uint64_t seq;
     _Atomic uint64_t tag;                                  /* hash << 32 | n_ids << 8 | key length; 0 = empty */

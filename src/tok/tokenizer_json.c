@@ -199,7 +199,7 @@ typedef struct json_load {
     uni_buf vocab_text;
     vocab_entry *vocab;
     size_t n_vocab, vocab_cap;
-    bool have_vocab, have_merges, have_pre_tokenizer;
+    bool have_vocab, have_merges;
     /* merges are decoded into merge_text as they are read; merge_off as in vocab_builder */
     vocab_builder merges; /* only its merge fields are used here */
     cJSON *sections;      /* small top-level sections, keyed by name */
@@ -526,10 +526,19 @@ static inf_status build_from_json(json_load *L, const char *path, const cJSON *c
     st = read_added_tokens(cJSON_GetObjectItemCaseSensitive(L->sections, "added_tokens"), path, &added, &n_added, err);
     if (st) return st;
 
-    qsort(L->vocab, L->n_vocab, sizeof *L->vocab, cmp_entry_id);
+    bool sorted = true; /* tokenizer.json lists the vocabulary in id order, as a rule */
+    for (size_t i = 1; i < L->n_vocab && sorted; i++) sorted = L->vocab[i - 1].id < L->vocab[i].id;
+    if (!sorted) qsort(L->vocab, L->n_vocab, sizeof *L->vocab, cmp_entry_id);
     int32_t n_vocab = 0;
     if (L->n_vocab) n_vocab = L->vocab[L->n_vocab - 1].id + 1;
     if (n_added && added[n_added - 1].id + 1 > n_vocab) n_vocab = added[n_added - 1].id + 1;
+    /* ids may leave holes (they become unused ids), but not so many that a
+     * small file could make us allocate gigabytes */
+    if ((size_t)n_vocab > L->n_vocab + n_added + 65536) {
+        free(added);
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: token id %ld is far beyond the %zu tokens listed", path,
+                          (long)n_vocab - 1, L->n_vocab + n_added);
+    }
 
     vocab_builder b;
     st = vocab_builder_init(&b, path, n_vocab, err);

@@ -332,7 +332,8 @@ bool uni_nfc_is_quick_yes(const uint8_t *props, const char *text, size_t len) {
 
 bool uni_nfc_append(const uint8_t *props, const char *text, size_t len, uni_buf *out) {
     const unsigned char *s = (const unsigned char *)text;
-    if (!uni_buf_reserve(out, len)) return false;
+    if (!uni_buf_reserve(out, len ? len : 1)) return false; /* out->data is never NULL after success */
+    if (len == 0) return true;
     size_t copied = 0;     /* s[0..copied) has been dealt with */
     size_t last_start = 0; /* start of the last code point before i */
     for (size_t i = 0; i < len;) {

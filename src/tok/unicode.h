@@ -118,7 +118,8 @@ bool uni_buf_reserve(uni_buf *b, size_t extra);
 bool uni_nfc_is_quick_yes(const uint8_t *props, const char *s, size_t len);
 
 /* Appends NFC(s) to out, normalizing only the stretches that need it.
- * s is valid UTF-8. False on allocation failure. */
+ * s is valid UTF-8. False on allocation failure; on success out->data is
+ * not NULL, even for empty s. */
 bool uni_nfc_append(const uint8_t *props, const char *s, size_t len, uni_buf *out);
 
 #endif /* INF_TOK_UNICODE_H */

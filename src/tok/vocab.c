@@ -143,23 +143,42 @@ inf_status vocab_builder_add_merge(vocab_builder *b, const char *left, size_t le
 
 /* ------------------------------------------------------------------ build */
 
-/* bytes -> id of the BPE (normal) tokens, used while resolving merges */
+/* bytes -> id of the BPE (normal) tokens, used while resolving merges. A
+ * slot keeps the upper half of the hash beside the id, so a probe compares
+ * token bytes only when the hashes agree. */
+typedef struct vocab_slot {
+    uint32_t hash_hi;
+    int32_t id; /* -1 = empty */
+} vocab_slot;
+
 typedef struct vocab_index {
-    int32_t *slot; /* -1 = empty */
+    vocab_slot *slot;
     uint64_t mask;
 } vocab_index;
 
 static uint64_t hash_bytes(const char *s, size_t len) {
-    uint64_t h = 0xcbf29ce484222325ull ^ len;
-    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ len;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, s + i, len - i);
+    h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 29);
 }
 
 static int32_t index_find(const vocab_index *ix, const inf_tokenizer *tok, const char *s, size_t len) {
-    for (uint64_t i = hash_bytes(s, len) & ix->mask;; i = (i + 1) & ix->mask) {
-        int32_t id = ix->slot[i];
-        if (id < 0) return -1;
-        if (tok_len(tok, id) == len && !memcmp(tok_text(tok, id), s, len)) return id;
+    uint64_t h = hash_bytes(s, len);
+    for (uint64_t i = h & ix->mask;; i = (i + 1) & ix->mask) {
+        const vocab_slot *slot = &ix->slot[i];
+        if (slot->id < 0) return -1;
+        if (slot->hash_hi == (uint32_t)(h >> 32) && tok_len(tok, slot->id) == len &&
+            !memcmp(tok_text(tok, slot->id), s, len))
+            return slot->id;
     }
 }
 
@@ -174,14 +193,16 @@ static inf_status index_build(vocab_index *ix, const inf_tokenizer *tok, const c
         if (tok->kind[id] != TOK_NORMAL) continue;
         const char *s = tok_text(tok, id);
         size_t len = tok_len(tok, id);
-        uint64_t i = hash_bytes(s, len) & ix->mask;
-        for (; ix->slot[i] >= 0; i = (i + 1) & ix->mask) {
-            int32_t other = ix->slot[i];
-            if (tok_len(tok, other) == len && !memcmp(tok_text(tok, other), s, len))
+        uint64_t h = hash_bytes(s, len);
+        uint64_t i = h & ix->mask;
+        for (; ix->slot[i].id >= 0; i = (i + 1) & ix->mask) {
+            int32_t other = ix->slot[i].id;
+            if (ix->slot[i].hash_hi == (uint32_t)(h >> 32) && tok_len(tok, other) == len &&
+                !memcmp(tok_text(tok, other), s, len))
                 return inf_errorf(err, INF_ERR_FORMAT, "%s: tokens %ld and %ld have the same text", source,
                                   (long)other, (long)id);
         }
-        ix->slot[i] = id;
+        ix->slot[i] = (vocab_slot){(uint32_t)(h >> 32), id};
     }
     return INF_OK;
 }

@@ -66,14 +66,46 @@ static q8_act q8_act_at(const void *row, int64_t nb) {
 
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
 
+static int64_t pairs_of(int64_t cols) { return (cols + 1) / 2; }
+
+/* Q8_0 rows are 64-byte multiples (104 bytes per 32 columns rounded up
+ * stays within 128); BF16 rows hold whole pairs (an odd last column gets a
+ * zero partner); F16 rows hold the f16-rounded values as f32. */
 size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols) {
     switch (type) {
     case INF_DTYPE_Q8_0: return round64((size_t)(cols / QK) * 104);
-    case INF_DTYPE_BF16: return round64((size_t)cols * 2);
+    case INF_DTYPE_BF16: return (size_t)pairs_of(cols) * 4;
     case INF_DTYPE_F16:
-    case INF_DTYPE_F32: return round64((size_t)cols * 4);
+    case INF_DTYPE_F32: return (size_t)cols * 4;
     }
     return 0;
+}
+
+/* One block of 32 activations quantized as inf_quantize_row_q8_0 does:
+ * d = amax / 127 (kept as its f16 value), q = x * (127 / amax) rounded to
+ * nearest even (the default MXCSR mode, as nearbyintf). Returns d. */
+static float q8_quantize_block(const float *x, __m256i *q) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const __m512 vid = _mm512_set1_ps(id);
+    const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)));
+    const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid)));
+    *q = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+    return inf_f16_to_f32(inf_f32_to_f16(amax / 127.0f));
+}
+
+/* -128 * (sum of each 4 consecutive quants), in 8 lanes: the VNNI bias. */
+static __m256i q8_bias(__m256i q) {
+    return _mm256_sub_epi32(_mm256_setzero_si256(),
+                            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), q));
+}
+
+static int32_t hsum8_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
 }
 
 static void q8_prepare(const float *x, int64_t cols, void *row) {
@@ -83,28 +115,15 @@ static void q8_prepare(const float *x, int64_t cols, void *row) {
     int32_t *negc = (int32_t *)(p + nb * 32);
     float *dxv = (float *)(p + nb * 64), *dx = (float *)(p + nb * 96);
     int32_t *corr = (int32_t *)(p + nb * 100);
-    const __m256i ones_u8 = _mm256_set1_epi8((char)0x80);
     for (int64_t b = 0; b < nb; b++) {
-        const __m512 v0 = _mm512_loadu_ps(x + b * QK), v1 = _mm512_loadu_ps(x + b * QK + 16);
-        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-        const float d = amax / 127.0f;
-        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        const float dq = inf_f16_to_f32(inf_f32_to_f16(d));
-        const __m512 vid = _mm512_set1_ps(id);
-        /* x * id rounded to nearest even (the default MXCSR mode), as nearbyintf */
-        const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)));
-        const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid)));
-        const __m256i qv = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+        __m256i qv;
+        const float d = q8_quantize_block(x + b * QK, &qv);
+        const __m256i bias = q8_bias(qv);
         _mm256_storeu_si256((__m256i *)(q + b * QK), qv);
-        const __m256i bias = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                              _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones_u8, qv));
         _mm256_storeu_si256((__m256i *)(negc + b * 8), bias);
-        _mm256_storeu_ps(dxv + b * 8, _mm256_set1_ps(dq));
-        dx[b] = dq;
-        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(bias), _mm256_extracti128_si256(bias, 1));
-        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-        corr[b] = _mm_cvtsi128_si32(s);
+        _mm256_storeu_ps(dxv + b * 8, _mm256_set1_ps(d));
+        dx[b] = d;
+        corr[b] = hsum8_epi32(bias);
     }
 }
 
@@ -119,29 +138,24 @@ static __m256i bf16_from_f32(__m512 v) {
 }
 
 void inf_avx512_act_prepare(inf_dtype type, const float *x, int64_t cols, void *row) {
-    const size_t bytes = inf_avx512_act_row_bytes(type, cols);
     int64_t i = 0;
     switch (type) {
     case INF_DTYPE_Q8_0: q8_prepare(x, cols, row); break;
     case INF_DTYPE_BF16: {
         uint16_t *xb = row;
-        for (; i + 16 <= cols; i += 16) _mm256_store_si256((__m256i *)(xb + i), bf16_from_f32(_mm512_loadu_ps(x + i)));
+        for (; i + 16 <= cols; i += 16) _mm256_storeu_si256((__m256i *)(xb + i), bf16_from_f32(_mm512_loadu_ps(x + i)));
         for (; i < cols; i++) xb[i] = inf_f32_to_bf16(x[i]);
-        memset(xb + cols, 0, bytes - (size_t)cols * 2); /* zero padding: the kernels read it */
+        if (cols % 2) xb[cols] = 0; /* the partner of an odd last column */
         break;
     }
     case INF_DTYPE_F16: {
         float *xf = row; /* the f16-rounded values, as f32 */
         for (; i + 16 <= cols; i += 16)
-            _mm512_store_ps(xf + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+            _mm512_storeu_ps(xf + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
         for (; i < cols; i++) xf[i] = inf_f16_to_f32(inf_f32_to_f16(x[i]));
-        memset(xf + cols, 0, bytes - (size_t)cols * 4);
         break;
     }
-    case INF_DTYPE_F32:
-        memcpy(row, x, (size_t)cols * 4);
-        memset((float *)row + cols, 0, bytes - (size_t)cols * 4);
-        break;
+    case INF_DTYPE_F32: memcpy(row, x, (size_t)cols * 4); break;
     }
 }
 
@@ -149,18 +163,23 @@ void inf_avx512_act_prepare(inf_dtype type, const float *x, int64_t cols, void *
 
 static __mmask16 tail_mask(int64_t n) { return (__mmask16)((1u << n) - 1); }
 
+/* The matvec kernels take the token count NT as a compile-time constant
+ * (always inlined into a switch) so their accumulators stay in registers. */
+#define INLINE static inline __attribute__((always_inline))
+
 /* Q8_0: two blocks per vector (lanes 0-7 block b, 8-15 block b+1); each
  * lane's partial integer dot is scaled by d_w * d_x and accumulated. */
-static void q8_matvec(const inf_weight *w, const inf_act *a, int t0, int nt, int64_t r0, int64_t r1,
-                      float *y, size_t y_stride) {
+INLINE void q8_matvec_nt(const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0, int64_t r1,
+                         float *y, size_t y_stride) {
     const int64_t nb = w->cols / QK;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
-    q8_act xa[MV_TOKENS];
-    for (int t = 0; t < nt; t++) xa[t] = q8_act_at((const char *)a->data + (size_t)(t0 + t) * a->stride, nb);
+    const char *xa = (const char *)a->data + (size_t)t0 * a->stride; /* token t at xa + t * stride */
+    const size_t xs = a->stride;
     for (int64_t r = r0; r < r1; r++) {
         const inf_block_q8_0 *wr = (const inf_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
         __m512 acc[MV_TOKENS][2];
-        for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
         int64_t b = 0;
         for (; b + 2 <= nb; b += 2) {
             const int par = (int)(b >> 1) & 1;
@@ -170,20 +189,24 @@ static void q8_matvec(const inf_weight *w, const inf_act *a, int t0, int nt, int
             const __m256i dh = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)wr[b].d)),
                                                        _mm_set1_epi16((short)wr[b + 1].d), 1);
             const __m512 dw = _mm512_cvtph_ps(dh);
-            for (int t = 0; t < nt; t++) {
-                const __m512i d = _mm512_dpbusd_epi32(_mm512_loadu_si512(xa[t].negc + b * 8), wu,
-                                                      _mm512_loadu_si512(xa[t].q + b * QK));
-                const __m512 s = _mm512_mul_ps(dw, _mm512_loadu_ps(xa[t].dxv + b * 8));
+            _Pragma("GCC unroll 4")
+            for (int t = 0; t < NT; t++) {
+                const char *row = xa + (size_t)t * xs;
+                const __m512i d = _mm512_dpbusd_epi32(_mm512_loadu_si512(row + nb * 32 + b * 32), wu,
+                                                      _mm512_loadu_si512(row + b * QK));
+                const __m512 s = _mm512_mul_ps(dw, _mm512_loadu_ps(row + nb * 64 + b * 32));
                 acc[t][par] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc[t][par]);
             }
         }
-        for (int t = 0; t < nt; t++) {
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++) {
             float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
             if (b < nb) { /* odd block count: the last block alone */
+                const q8_act x = q8_act_at(xa + (size_t)t * xs, nb);
                 const __m256i wu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)wr[b].q), _mm512_castsi512_si256(flip));
-                const __m256i d = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(xa[t].negc + b * 8)), wu,
-                                                      _mm256_loadu_si256((const __m256i *)(xa[t].q + b * QK)));
-                const __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(inf_f16_to_f32(wr[b].d) * xa[t].dx[b]));
+                const __m256i d = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(x.negc + b * 8)), wu,
+                                                      _mm256_loadu_si256((const __m256i *)(x.q + b * QK)));
+                const __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(inf_f16_to_f32(wr[b].d) * x.dx[b]));
                 __m128 h = _mm_add_ps(_mm256_castps256_ps128(p), _mm256_extractf128_ps(p, 1));
                 h = _mm_add_ps(h, _mm_movehl_ps(h, h));
                 h = _mm_add_ss(h, _mm_movehdup_ps(h));
@@ -195,84 +218,116 @@ static void q8_matvec(const inf_weight *w, const inf_act *a, int t0, int nt, int
 }
 
 /* BF16: VDPBF16PS over 32 weights per vector, two accumulators per token. */
-static void bf16_matvec(const inf_weight *w, const inf_act *a, int t0, int nt, int64_t r0, int64_t r1,
-                        float *y, size_t y_stride) {
+INLINE void bf16_matvec_nt(const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0, int64_t r1,
+                           float *y, size_t y_stride) {
     const int64_t cols = w->cols;
-    const uint16_t *xa[MV_TOKENS];
-    for (int t = 0; t < nt; t++) xa[t] = (const uint16_t *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
+    const char *xa = (const char *)a->data + (size_t)t0 * a->stride;
+    const size_t xs = a->stride;
     for (int64_t r = r0; r < r1; r++) {
         const uint16_t *wr = (const uint16_t *)((const char *)w->data + (size_t)r * w->row_bytes);
         __m512 acc[MV_TOKENS][2];
-        for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
         int64_t k = 0;
-        for (; k + 32 <= cols; k += 32) {
-            const int par = (int)(k >> 5) & 1;
-            const __m512bh wv = (__m512bh)_mm512_loadu_si512(wr + k);
-            for (int t = 0; t < nt; t++)
-                acc[t][par] = _mm512_dpbf16_ps(acc[t][par], wv, (__m512bh)_mm512_load_si512(xa[t] + k));
+        for (; k + 64 <= cols; k += 64) {
+            const __m512bh w0 = (__m512bh)_mm512_loadu_si512(wr + k), w1 = (__m512bh)_mm512_loadu_si512(wr + k + 32);
+            _Pragma("GCC unroll 4")
+            for (int t = 0; t < NT; t++) {
+                const uint16_t *x = (const uint16_t *)(xa + (size_t)t * xs) + k;
+                acc[t][0] = _mm512_dpbf16_ps(acc[t][0], w0, (__m512bh)_mm512_loadu_si512(x));
+                acc[t][1] = _mm512_dpbf16_ps(acc[t][1], w1, (__m512bh)_mm512_loadu_si512(x + 32));
+            }
         }
-        if (k < cols) { /* the activation row is zero-padded to 32 elements */
-            const __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16((__mmask32)((1ull << (cols - k)) - 1), wr + k);
-            for (int t = 0; t < nt; t++)
-                acc[t][0] = _mm512_dpbf16_ps(acc[t][0], wv, (__m512bh)_mm512_load_si512(xa[t] + k));
+        for (int half = 0; k < cols; k += 32, half ^= 1) { /* up to two vectors left, the last masked */
+            const __mmask32 m = cols - k >= 32 ? 0xffffffffu : (__mmask32)((1ull << (cols - k)) - 1);
+            const __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(m, wr + k);
+            _Pragma("GCC unroll 4")
+            for (int t = 0; t < NT; t++) {
+                const uint16_t *x = (const uint16_t *)(xa + (size_t)t * xs) + k;
+                acc[t][half] = _mm512_dpbf16_ps(acc[t][half], wv, (__m512bh)_mm512_maskz_loadu_epi16(m, x));
+            }
         }
-        for (int t = 0; t < nt; t++)
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++)
             y[(size_t)(t0 + t) * y_stride + (size_t)r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
     }
 }
 
 /* F16 (weights widened by F16C) and F32: 16 weights per vector, FMA. */
-static void f_matvec(const inf_weight *w, const inf_act *a, int t0, int nt, int64_t r0, int64_t r1,
-                     float *y, size_t y_stride) {
+INLINE void f_matvec_nt(const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0, int64_t r1,
+                        float *y, size_t y_stride) {
     const int64_t cols = w->cols;
     const bool half = w->type == INF_DTYPE_F16;
-    const float *xa[MV_TOKENS];
-    for (int t = 0; t < nt; t++) xa[t] = (const float *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
+    const char *xa = (const char *)a->data + (size_t)t0 * a->stride;
+    const size_t xs = a->stride;
     for (int64_t r = r0; r < r1; r++) {
         const char *wr = (const char *)w->data + (size_t)r * w->row_bytes;
         __m512 acc[MV_TOKENS][2];
-        for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
         for (int64_t k = 0; k < cols; k += 16) {
             const int par = (int)(k >> 4) & 1;
             const __mmask16 m = cols - k >= 16 ? 0xffff : tail_mask(cols - k);
             const __m512 wv = half ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)wr + k))
                                    : _mm512_maskz_loadu_ps(m, (const float *)wr + k);
-            for (int t = 0; t < nt; t++) acc[t][par] = _mm512_fmadd_ps(wv, _mm512_load_ps(xa[t] + k), acc[t][par]);
+            _Pragma("GCC unroll 4")
+            for (int t = 0; t < NT; t++) {
+                const float *x = (const float *)(xa + (size_t)t * xs) + k;
+                acc[t][par] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x), acc[t][par]);
+            }
         }
-        for (int t = 0; t < nt; t++)
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++)
             y[(size_t)(t0 + t) * y_stride + (size_t)r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
     }
 }
+
+_Static_assert(MV_TOKENS == 4, "the switches below spell out token counts 1..4");
 
 void inf_avx512_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
     for (int t0 = 0; t0 < a->n; t0 += MV_TOKENS) {
         const int nt = INF_MIN(MV_TOKENS, a->n - t0);
         switch (w->type) {
-        case INF_DTYPE_Q8_0: q8_matvec(w, a, t0, nt, r0, r1, y, y_stride); break;
-        case INF_DTYPE_BF16: bf16_matvec(w, a, t0, nt, r0, r1, y, y_stride); break;
+        case INF_DTYPE_Q8_0:
+            if (nt == 1) q8_matvec_nt(w, a, t0, 1, r0, r1, y, y_stride);
+            else if (nt == 2) q8_matvec_nt(w, a, t0, 2, r0, r1, y, y_stride);
+            else if (nt == 3) q8_matvec_nt(w, a, t0, 3, r0, r1, y, y_stride);
+            else q8_matvec_nt(w, a, t0, 4, r0, r1, y, y_stride);
+            break;
+        case INF_DTYPE_BF16:
+            if (nt == 1) bf16_matvec_nt(w, a, t0, 1, r0, r1, y, y_stride);
+            else if (nt == 2) bf16_matvec_nt(w, a, t0, 2, r0, r1, y, y_stride);
+            else if (nt == 3) bf16_matvec_nt(w, a, t0, 3, r0, r1, y, y_stride);
+            else bf16_matvec_nt(w, a, t0, 4, r0, r1, y, y_stride);
+            break;
         case INF_DTYPE_F16:
-        case INF_DTYPE_F32: f_matvec(w, a, t0, nt, r0, r1, y, y_stride); break;
+        case INF_DTYPE_F32:
+            if (nt == 1) f_matvec_nt(w, a, t0, 1, r0, r1, y, y_stride);
+            else if (nt == 2) f_matvec_nt(w, a, t0, 2, r0, r1, y, y_stride);
+            else if (nt == 3) f_matvec_nt(w, a, t0, 3, r0, r1, y, y_stride);
+            else f_matvec_nt(w, a, t0, 4, r0, r1, y, y_stride);
+            break;
         }
     }
 }
 
-/* ------------------------------------------------------------------ gemm: packing */
+/* ------------------------------------------------------------------ gemm: layouts */
 
-/* Packed layouts, per group of 16 weight rows (missing rows are zeros):
+/* Packed weights, per group of 16 rows (missing rows are zeros):
  *   Q8_0: per block, [8 quads][16 rows][4] unsigned quants (w ^ 0x80),
  *         then [16] f32 scales: Q8_GROUP_BLOCK bytes per block.
  *   BF16: [cols/2 pairs][16 rows][2] bf16 (an odd last column padded).
  *   F16, F32: [cols][16 rows] f32.
- * and per tile of GEMM_TOKENS activation rows:
- *   Q8_0: per block, [8 quads][GEMM_TOKENS] int32 (4 quants), then
- *         [GEMM_TOKENS] int32 corr and [GEMM_TOKENS] f32 scales.
- *   BF16: [pairs][GEMM_TOKENS] int32 (2 bf16).  F16, F32: [cols][GEMM_TOKENS] f32. */
+ * Activations, per tile of ts = min(GEMM_TOKENS, tokens left) tokens, tile
+ * after tile (tile t0 at t0 * per-token bytes, so n tokens take no more
+ * bytes than n rows of cols floats):
+ *   Q8_0: per block, [8 quads][ts] int32 (4 quants), [ts] int32 corr
+ *         (-128 * sum of the block's quants), [ts] f32 scales.
+ *   BF16: [pairs][ts] int32 (2 bf16).  F16, F32: [cols][ts] f32. */
 enum {
-    Q8_GROUP_BLOCK = 8 * GROUP * 4 + GROUP * 4,                 /* 576 */
-    Q8_TILE_BLOCK = 8 * GEMM_TOKENS * 4 + 2 * GEMM_TOKENS * 4,  /* 320 */
+    Q8_GROUP_BLOCK = 8 * GROUP * 4 + GROUP * 4, /* 576 */
+    Q8_TOKEN_BLOCK = 8 * 4 + 4 + 4,             /* 40 bytes per token per block */
 };
-
-static int64_t pairs_of(int64_t cols) { return (cols + 1) / 2; }
 
 static size_t group_bytes(inf_dtype type, int64_t cols) {
     switch (type) {
@@ -282,110 +337,180 @@ static size_t group_bytes(inf_dtype type, int64_t cols) {
     }
 }
 
-static size_t tile_bytes(inf_dtype type, int64_t cols) {
+/* Bytes of one token in the activation tiles. */
+static size_t token_bytes(inf_dtype type, int64_t cols) {
     switch (type) {
-    case INF_DTYPE_Q8_0: return (size_t)(cols / QK) * Q8_TILE_BLOCK;
-    case INF_DTYPE_BF16: return (size_t)pairs_of(cols) * GEMM_TOKENS * 4;
-    default: return (size_t)cols * GEMM_TOKENS * 4;
+    case INF_DTYPE_Q8_0: return (size_t)(cols / QK) * Q8_TOKEN_BLOCK;
+    case INF_DTYPE_BF16: return (size_t)pairs_of(cols) * 4;
+    default: return (size_t)cols * 4;
     }
 }
 
 size_t inf_avx512_gemm_pack_bytes(inf_dtype type, int64_t cols) {
-    return (INF_X86_GEMM_ROWS / GROUP) * round64(group_bytes(type, cols)) + round64(tile_bytes(type, cols));
+    return (INF_X86_GEMM_ROWS / GROUP) * round64(group_bytes(type, cols));
 }
 
-/* Byte offsets of 16 rows from row 0 (rows >= nr masked off). */
-static __m512i row_offsets(size_t row_bytes) {
-    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                              _mm512_set1_epi32((int)row_bytes));
+/* In place: v[c] becomes column c of the 16 x 16 int32 matrix v[row].
+ * Within 128-bit quarters: pairs (unpack 32), then quads (unpack 64), so
+ * quarter L of u[4i + j] holds column 4L + j of rows 4i..4i+3; quarter
+ * shuffles then gather each column's four quarters. */
+static void transpose16(__m512i v[16]) {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+        const __m512i w0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44), w1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xee);
+        const __m512i w2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44), w3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xee);
+        v[j] = _mm512_shuffle_i32x4(w0, w2, 0x88);
+        v[4 + j] = _mm512_shuffle_i32x4(w0, w2, 0xdd);
+        v[8 + j] = _mm512_shuffle_i32x4(w1, w3, 0x88);
+        v[12 + j] = _mm512_shuffle_i32x4(w1, w3, 0xdd);
+    }
 }
 
-/* Packs rows [r, r + nr), nr <= 16, into one group. Row offsets fit in
- * int32: 16 rows of at most 2^19 columns. */
+/* 16 int32 of one token's row, from 32-bit column unit k (16 units: 32
+ * columns of BF16 as pairs, 16 of F32/F16): rounded to the dot type. */
+static __m512i tile_units(inf_dtype type, const float *x, int64_t cols, int64_t k) {
+    if (type == INF_DTYPE_BF16) {
+        const int64_t left = cols - 2 * k;
+        const __mmask16 m0 = left >= 16 ? 0xffff : tail_mask(left);
+        const __mmask16 m1 = left >= 32 ? 0xffff : left > 16 ? tail_mask(left - 16) : 0;
+        const __m256i lo = bf16_from_f32(_mm512_maskz_loadu_ps(m0, x + 2 * k));
+        const __m256i hi = bf16_from_f32(_mm512_maskz_loadu_ps(m1, x + 2 * k + 16));
+        return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); /* pairs: low half the even column */
+    }
+    const __mmask16 m = cols - k >= 16 ? 0xffff : tail_mask(cols - k);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + k);
+    if (type == INF_DTYPE_F16) v = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    return _mm512_castps_si512(v);
+}
+
+/* Tiles are [unit][ts]: up to 16 tokens' rows of 16 units are transposed
+ * in registers, and each unit's ts tokens stored at once. */
+void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
+    const size_t tb = token_bytes(type, cols);
+    __m512i v[16];
+    for (int tile0 = t0; tile0 < t1; tile0 += GEMM_TOKENS) {
+        const int ts = INF_MIN(GEMM_TOKENS, n - tile0);
+        const __mmask16 lanes = tail_mask(ts);
+        char *tile = (char *)buf + (size_t)tile0 * tb;
+        if (type == INF_DTYPE_Q8_0) {
+            /* two blocks (16 quads) per pass; then each block's corr and scale */
+            const int64_t nb = cols / QK;
+            for (int64_t b = 0; b < nb; b += 2) {
+                const bool pair = b + 1 < nb;
+                int32_t corr[2][16] = {{0}};
+                float d[2][16] = {{0}};
+                for (int t = 0; t < 16; t++) {
+                    if (t >= ts) {
+                        v[t] = _mm512_setzero_si512();
+                        continue;
+                    }
+                    const float *xt = x + (size_t)(tile0 + t) * (size_t)cols + b * QK;
+                    __m256i q0, q1 = _mm256_setzero_si256();
+                    d[0][t] = q8_quantize_block(xt, &q0);
+                    corr[0][t] = hsum8_epi32(q8_bias(q0));
+                    if (pair) {
+                        d[1][t] = q8_quantize_block(xt + QK, &q1);
+                        corr[1][t] = hsum8_epi32(q8_bias(q1));
+                    }
+                    v[t] = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+                }
+                transpose16(v);
+                for (int half = 0; half < 1 + pair; half++) {
+                    char *pb = tile + (size_t)(b + half) * Q8_TOKEN_BLOCK * ts;
+                    for (int quad = 0; quad < 8; quad++) _mm512_mask_storeu_epi32(pb + quad * 4 * ts, lanes, v[half * 8 + quad]);
+                    _mm512_mask_storeu_epi32(pb + 32 * ts, lanes, _mm512_loadu_si512(corr[half]));
+                    _mm512_mask_storeu_ps(pb + 36 * ts, lanes, _mm512_loadu_ps(d[half]));
+                }
+            }
+            continue;
+        }
+        const int64_t units = type == INF_DTYPE_BF16 ? pairs_of(cols) : cols;
+        for (int64_t k = 0; k < units; k += 16) {
+            for (int t = 0; t < 16; t++)
+                v[t] = t < ts ? tile_units(type, x + (size_t)(tile0 + t) * (size_t)cols, cols, k) : _mm512_setzero_si512();
+            transpose16(v);
+            for (int c = 0; c < 16 && k + c < units; c++)
+                _mm512_mask_storeu_epi32(tile + (size_t)(k + c) * 4 * ts, lanes, v[c]);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ gemm: packing weights */
+
+/* Packs rows [r, r + nr), nr <= 16, into one group: 16 rows x 16 int32
+ * (64 bytes) at a time, transposed in registers. */
 static void pack_group(const inf_weight *w, int64_t r, int nr, void *dst) {
     const char *base = (const char *)w->data + (size_t)r * w->row_bytes;
-    const __mmask16 m = tail_mask(nr);
-    const __m512i offs = row_offsets(w->row_bytes);
+    const int64_t cols = w->cols;
+    __m512i v[16];
     switch (w->type) {
     case INF_DTYPE_Q8_0: {
-        const int64_t nb = w->cols / QK;
-        const __m512i flip = _mm512_set1_epi8((char)0x80);
-        for (int64_t b = 0; b < nb; b++) {
-            char *pb = (char *)dst + b * Q8_GROUP_BLOCK;
-            const char *blk = base + b * (int64_t)sizeof(inf_block_q8_0);
-            for (int quad = 0; quad < 8; quad++) {
-                const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offs, blk + 2 + quad * 4, 1);
-                _mm512_store_si512(pb + quad * 64, _mm512_xor_si512(v, flip));
-            }
-            const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offs, blk, 1);
-            _mm512_store_ps(pb + 512, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
-        }
-        break;
-    }
-    case INF_DTYPE_BF16: {
-        const int64_t np = pairs_of(w->cols);
-        int32_t *p = dst;
-        for (int64_t k = 0; k < w->cols / 2; k++)
-            _mm512_store_si512(p + k * GROUP, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offs, base + k * 4, 1));
-        if (np * 2 != w->cols) { /* odd: the last column alone, high half zero */
-            const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offs, base + (np - 1) * 4 - 2, 1);
-            _mm512_store_si512(p + (np - 1) * GROUP, _mm512_srli_epi32(v, 16));
-        }
-        break;
-    }
-    case INF_DTYPE_F16: {
-        float *p = dst;
-        for (int64_t k = 0; k < w->cols; k++) {
-            /* gather 32 bits ending at column k (column 0: starting at it) */
-            const int64_t at = k == 0 ? 0 : k * 2 - 2;
-            __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offs, base + at, 1);
-            v = k == 0 ? _mm512_and_si512(v, _mm512_set1_epi32(0xffff)) : _mm512_srli_epi32(v, 16);
-            _mm512_store_ps(p + k * GROUP, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)));
-        }
-        break;
-    }
-    case INF_DTYPE_F32: {
-        float *p = dst;
-        for (int64_t k = 0; k < w->cols; k++)
-            _mm512_store_ps(p + k * GROUP, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, offs, base + k * 4, 1));
-        break;
-    }
-    }
-}
-
-/* Packs activation rows [t0, t0 + nt), nt <= GEMM_TOKENS, into one tile
- * (missing tokens are zeros). */
-static void pack_tile(inf_dtype type, int64_t cols, const inf_act *a, int t0, int nt, void *dst) {
-    memset(dst, 0, tile_bytes(type, cols));
-    switch (type) {
-    case INF_DTYPE_Q8_0: {
+        /* two blocks per pass: the 8 quads of block b, then of block b + 1 */
         const int64_t nb = cols / QK;
-        for (int t = 0; t < nt; t++) {
-            const q8_act xa = q8_act_at((const char *)a->data + (size_t)(t0 + t) * a->stride, nb);
-            for (int64_t b = 0; b < nb; b++) {
-                char *pb = (char *)dst + b * Q8_TILE_BLOCK;
-                int32_t *quads = (int32_t *)pb;
-                for (int quad = 0; quad < 8; quad++) memcpy(&quads[quad * GEMM_TOKENS + t], xa.q + b * QK + quad * 4, 4);
-                ((int32_t *)(pb + 8 * GEMM_TOKENS * 4))[t] = xa.corr[b];
-                ((float *)(pb + 9 * GEMM_TOKENS * 4))[t] = xa.dx[b];
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                _mm512_set1_epi32((int)w->row_bytes));
+        for (int64_t b = 0; b < nb; b += 2) {
+            const bool pair = b + 1 < nb;
+            for (int i = 0; i < GROUP; i++) {
+                if (i >= nr) {
+                    v[i] = flip; /* zero weights */
+                    continue;
+                }
+                const inf_block_q8_0 *blk = (const inf_block_q8_0 *)(base + (size_t)i * w->row_bytes) + b;
+                const __m256i lo = _mm256_loadu_si256((const __m256i *)blk[0].q);
+                const __m256i hi = pair ? _mm256_loadu_si256((const __m256i *)blk[1].q) : _mm256_setzero_si256();
+                v[i] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), flip);
+            }
+            transpose16(v);
+            for (int half = 0; half < 1 + pair; half++) {
+                char *pb = (char *)dst + (b + half) * Q8_GROUP_BLOCK;
+                for (int quad = 0; quad < 8; quad++) _mm512_store_si512(pb + quad * 64, v[half * 8 + quad]);
+                /* the 16 scales: 32 bits gathered at each row's block start, low half kept */
+                const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), tail_mask(nr), offs,
+                                                              base + (b + half) * (int64_t)sizeof(inf_block_q8_0), 1);
+                _mm512_store_ps(pb + 512, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
             }
         }
         break;
     }
     case INF_DTYPE_BF16: {
+        /* 16 pairs (32 columns) per pass; masked loads zero an odd last column's partner */
         const int64_t np = pairs_of(cols);
-        int32_t *p = dst;
-        for (int t = 0; t < nt; t++) {
-            const int32_t *x = (const int32_t *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
-            for (int64_t k = 0; k < np; k++) p[k * GEMM_TOKENS + t] = x[k]; /* zero-padded row */
+        for (int64_t k = 0; k < np; k += 16) {
+            const int64_t left = cols - 2 * k;
+            const __mmask32 m = left >= 32 ? 0xffffffffu : (__mmask32)((1ull << left) - 1);
+            for (int i = 0; i < GROUP; i++)
+                v[i] = i < nr ? _mm512_maskz_loadu_epi16(m, (const uint16_t *)(base + (size_t)i * w->row_bytes) + 2 * k)
+                              : _mm512_setzero_si512();
+            transpose16(v);
+            for (int c = 0; c < 16 && k + c < np; c++) _mm512_store_si512((char *)dst + (k + c) * 64, v[c]);
         }
         break;
     }
-    default: {
-        float *p = dst;
-        for (int t = 0; t < nt; t++) {
-            const float *x = (const float *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
-            for (int64_t k = 0; k < cols; k++) p[k * GEMM_TOKENS + t] = x[k];
+    case INF_DTYPE_F16:
+    case INF_DTYPE_F32: {
+        const bool half = w->type == INF_DTYPE_F16;
+        for (int64_t k = 0; k < cols; k += 16) {
+            const __mmask16 m = cols - k >= 16 ? 0xffff : tail_mask(cols - k);
+            for (int i = 0; i < GROUP; i++) {
+                const char *row = base + (size_t)i * w->row_bytes;
+                v[i] = i >= nr ? _mm512_setzero_si512()
+                       : half  ? _mm512_castps_si512(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + k)))
+                               : _mm512_castps_si512(_mm512_maskz_loadu_ps(m, (const float *)row + k));
+            }
+            transpose16(v);
+            for (int c = 0; c < 16 && k + c < cols; c++) _mm512_store_si512((char *)dst + (k + c) * 64, v[c]);
         }
         break;
     }
@@ -396,71 +521,83 @@ static void pack_tile(inf_dtype type, int64_t cols, const inf_act *a, int t0, in
 
 /* 16 rows x NT tokens of Q8_0, in ref.c's order: per block the exact
  * integer dot (VNNI, started at the bias correction), then
- * sum += (float)dot * (d_w * d_x). */
-static inline __attribute__((always_inline)) void q8_tile(const char *group, const char *tile, int64_t nb,
-                                                         const int NT, float *y, size_t y_stride, __mmask16 rows) {
+ * sum += (float)dot * (d_w * d_x). The tile holds NT tokens. */
+INLINE void q8_tile(const char *group, const char *tile, int64_t nb, const int NT, float *y, size_t y_stride,
+                    __mmask16 rows) {
     __m512 sum[GEMM_TOKENS];
+    _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const char *gb = group + b * Q8_GROUP_BLOCK;
-        const char *tb = tile + b * Q8_TILE_BLOCK;
+        const char *tb = tile + b * Q8_TOKEN_BLOCK * NT;
         const int32_t *quads = (const int32_t *)tb;
-        const int32_t *corr = (const int32_t *)(tb + 8 * GEMM_TOKENS * 4);
-        const float *dx = (const float *)(tb + 9 * GEMM_TOKENS * 4);
+        const int32_t *corr = (const int32_t *)(tb + 32 * NT);
+        const float *dx = (const float *)(tb + 36 * NT);
         __m512i acc[GEMM_TOKENS];
+        _Pragma("GCC unroll 8")
         for (int t = 0; t < NT; t++) acc[t] = _mm512_set1_epi32(corr[t]);
+        _Pragma("GCC unroll 8")
         for (int quad = 0; quad < 8; quad++) {
             const __m512i wv = _mm512_load_si512(gb + quad * 64);
+            _Pragma("GCC unroll 8")
             for (int t = 0; t < NT; t++)
-                acc[t] = _mm512_dpbusd_epi32(acc[t], wv, _mm512_set1_epi32(quads[quad * GEMM_TOKENS + t]));
+                acc[t] = _mm512_dpbusd_epi32(acc[t], wv, _mm512_set1_epi32(quads[quad * NT + t]));
         }
         const __m512 dw = _mm512_load_ps(gb + 512);
+        _Pragma("GCC unroll 8")
         for (int t = 0; t < NT; t++) {
             const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t]));
             sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(_mm512_cvtepi32_ps(acc[t]), s));
         }
     }
+    _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)t * y_stride, rows, sum[t]);
 }
 
 /* 16 rows x NT tokens of BF16: one VDPBF16PS per column pair and token. */
-static inline __attribute__((always_inline)) void bf16_tile(const char *group, const char *tile, int64_t np,
-                                                           const int NT, float *y, size_t y_stride, __mmask16 rows) {
+INLINE void bf16_tile(const char *group, const char *tile, int64_t np, const int NT, float *y, size_t y_stride,
+                      __mmask16 rows) {
     __m512 acc[GEMM_TOKENS];
+    _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     const int32_t *x = (const int32_t *)tile;
     for (int64_t k = 0; k < np; k++) {
         const __m512bh wv = (__m512bh)_mm512_load_si512(group + k * 64);
+        _Pragma("GCC unroll 8")
         for (int t = 0; t < NT; t++)
-            acc[t] = _mm512_dpbf16_ps(acc[t], wv, (__m512bh)_mm512_set1_epi32(x[k * GEMM_TOKENS + t]));
+            acc[t] = _mm512_dpbf16_ps(acc[t], wv, (__m512bh)_mm512_set1_epi32(x[k * NT + t]));
     }
+    _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)t * y_stride, rows, acc[t]);
 }
 
 /* 16 rows x NT tokens of f32 (F16 weights were widened when packed). */
-static inline __attribute__((always_inline)) void f32_tile(const char *group, const char *tile, int64_t cols,
-                                                          const int NT, float *y, size_t y_stride, __mmask16 rows) {
+INLINE void f32_tile(const char *group, const char *tile, int64_t cols, const int NT, float *y, size_t y_stride,
+                     __mmask16 rows) {
     __m512 acc[GEMM_TOKENS];
+    _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     const float *x = (const float *)tile;
     for (int64_t k = 0; k < cols; k++) {
         const __m512 wv = _mm512_load_ps(group + k * 64);
-        for (int t = 0; t < NT; t++) acc[t] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[k * GEMM_TOKENS + t]), acc[t]);
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < NT; t++) acc[t] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[k * NT + t]), acc[t]);
     }
+    _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)t * y_stride, rows, acc[t]);
 }
 
 /* One tile with a compile-time token count (so the accumulators stay in registers). */
-#define TILE_CASES(fn, ...)                 \
-    switch (nt) {                            \
-    case 1: fn(__VA_ARGS__, 1, y, ys, rows); break; \
-    case 2: fn(__VA_ARGS__, 2, y, ys, rows); break; \
-    case 3: fn(__VA_ARGS__, 3, y, ys, rows); break; \
-    case 4: fn(__VA_ARGS__, 4, y, ys, rows); break; \
-    case 5: fn(__VA_ARGS__, 5, y, ys, rows); break; \
-    case 6: fn(__VA_ARGS__, 6, y, ys, rows); break; \
-    case 7: fn(__VA_ARGS__, 7, y, ys, rows); break; \
-    default: fn(__VA_ARGS__, 8, y, ys, rows); break; \
+#define TILE_CASES(fn, ...)                              \
+    switch (nt) {                                        \
+    case 1: fn(__VA_ARGS__, 1, y, ys, rows); break;      \
+    case 2: fn(__VA_ARGS__, 2, y, ys, rows); break;      \
+    case 3: fn(__VA_ARGS__, 3, y, ys, rows); break;      \
+    case 4: fn(__VA_ARGS__, 4, y, ys, rows); break;      \
+    case 5: fn(__VA_ARGS__, 5, y, ys, rows); break;      \
+    case 6: fn(__VA_ARGS__, 6, y, ys, rows); break;      \
+    case 7: fn(__VA_ARGS__, 7, y, ys, rows); break;      \
+    default: fn(__VA_ARGS__, 8, y, ys, rows); break;     \
     }
 
 static void run_tile(inf_dtype type, const char *group, const char *tile, int64_t cols, int nt, float *y,
@@ -476,14 +613,13 @@ _Static_assert(GEMM_TOKENS == 8, "TILE_CASES spells out token counts 1..8");
 
 void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                      void *pack) {
-    const size_t gbytes = round64(group_bytes(w->type, w->cols));
+    const size_t gbytes = round64(group_bytes(w->type, w->cols)), tb = token_bytes(w->type, w->cols);
     const int n_groups = (int)((r1 - r0 + GROUP - 1) / GROUP);
-    char *tile = (char *)pack + (size_t)(INF_X86_GEMM_ROWS / GROUP) * gbytes;
     for (int g = 0; g < n_groups; g++)
         pack_group(w, r0 + (int64_t)g * GROUP, (int)INF_MIN(GROUP, r1 - r0 - g * GROUP), (char *)pack + g * gbytes);
     for (int t0 = 0; t0 < a->n; t0 += GEMM_TOKENS) {
         const int nt = INF_MIN(GEMM_TOKENS, a->n - t0);
-        pack_tile(w->type, w->cols, a, t0, nt, tile);
+        const char *tile = (const char *)a->data + (size_t)t0 * tb;
         for (int g = 0; g < n_groups; g++) {
             const int64_t r = r0 + (int64_t)g * GROUP;
             run_tile(w->type, (const char *)pack + g * gbytes, tile, w->cols, nt, y + (size_t)t0 * y_stride + (size_t)r,

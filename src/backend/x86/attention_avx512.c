@@ -1,0 +1,391 @@
+/*
+ * attention_avx512.c — fused decode attention and flash prefill attention
+ * with AVX-512, one KV head (all the query heads of its group) per call.
+ *
+ * Both walk the cached keys in tiles of 64 at absolute positions 0, 64, ...
+ * and keep, per query row, a running max m, sum l and output o; a tile
+ * that raises m rescales l and o by exp(m_old - m_new) once. This is ref.c's
+ * prefill algorithm; ref's decode rescales per key instead (same result up
+ * to rounding). Each K/V row is read from memory once per call for all the
+ * query heads of the group (later heads re-read the tile from cache).
+ *
+ * Decode (one query token): lanes run along head_dim; the 16 partial dot
+ * vectors of 16 keys are summed and transposed at once (hsum16).
+ * Prefill: lanes run along query rows (row = token x head of the group), so
+ * a score tile is S^T[key][row] = Σ_d K[key][d] · Q^T[d][row] — all
+ * vertical FMAs with the key element broadcast — the softmax max and sum
+ * are lane-wise, and O^T[d][row] += Σ_key P^T[key][row] · V[key][d] the
+ * same way. Rows are processed 64 at a time (four vectors).
+ *
+ * The causal mask is a loop bound (per row: a lane mask on the tiles that
+ * cross its last position). An f16 cache is widened tile by tile.
+ */
+#include "backend/x86/vec_avx512.h"
+#include "backend/x86/x86_kernels.h"
+
+#include "core/common.h"
+
+#include <math.h>
+#include <string.h>
+
+enum {
+    TILE = 64,      /* keys per tile */
+    ROW_CHUNK = 64, /* prefill query rows per pass: RV vectors */
+    RV = ROW_CHUNK / 16,
+};
+
+static __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1); }
+
+static int round4(int n) { return (n + 3) & ~3; }
+
+/* Address of the cached row of (pos, KV head) as f32 or f16 elements. */
+static const void *kv_row(const inf_kv_view *c, int pos, int kvh, int hd) {
+    const size_t elem = c->type == INF_KV_F16 ? 2 : 4;
+    return (const char *)c->data + ((size_t)pos * c->pos_stride + (size_t)kvh * hd) * elem;
+}
+
+/* 16 elements of a cached row from element i (masked), widened to f32. */
+static __m512 kv_load(const inf_kv_view *c, const void *row, int i, __mmask16 m) {
+    if (c->type == INF_KV_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
+    return _mm512_maskz_loadu_ps(m, (const float *)row + i);
+}
+
+/* Rows [j0, j0 + n) of one KV head, widened to f32 into dst[n][hd]. */
+static void widen_tile(const inf_kv_view *c, int j0, int n, int kvh, int hd, float *dst) {
+    for (int j = 0; j < n; j++) {
+        const void *row = kv_row(c, j0 + j, kvh, hd);
+        for (int i = 0; i < hd; i += 16) {
+            const __mmask16 m = hd - i >= 16 ? 0xffff : tail_mask(hd - i);
+            _mm512_mask_storeu_ps(dst + (size_t)j * hd + i, m, kv_load(c, row, i, m));
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ decode */
+
+#define INLINE static inline __attribute__((always_inline))
+
+enum { DECODE_HEADS = 8 }; /* query heads per pass over the cache */
+
+/* 16 cached elements of row j from element i (masked), widened to f32. */
+INLINE __m512 row_load(const char *base, size_t row_bytes, int j, int i, __mmask16 m, const bool F16) {
+    const char *row = base + (size_t)j * row_bytes;
+    if (F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
+    return _mm512_maskz_loadu_ps(m, (const float *)row + i);
+}
+
+/* Decode for query heads q[G][hd] (G a power of two <= 8; rows past the
+ * real head count are duplicates whose results are dropped) against keys
+ * and values [n_keys] at kbase/vbase, rows row_bytes apart. o[G][hd]
+ * accumulates unnormalized outputs, m and l the running max and sum.
+ * Scores: 16 / G keys at a time, all G heads per key row read, the 16
+ * partial dots summed across lanes at once. Values: each row read once per
+ * slice of 16 / G vectors of head_dim, for all heads. */
+INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, size_t row_bytes, int n_keys,
+                         int hd, float scale, const int G, const bool F16, float *s, float *o, float *m, float *l) {
+    const int KB = 16 / G;  /* keys per score block */
+    const int W = G <= 2 ? 8 : 16 / G; /* vectors of head_dim per value slice */
+    for (int j0 = 0; j0 < n_keys; j0 += TILE) {
+        const int nj = INF_MIN(TILE, n_keys - j0);
+        for (int jb = 0; jb < nj; jb += KB) {
+            __m512 acc[16];
+            _Pragma("GCC unroll 16")
+            for (int p = 0; p < 16; p++) acc[p] = _mm512_setzero_ps();
+            for (int i = 0; i < hd; i += 16) {
+                const __mmask16 mk = hd - i >= 16 ? 0xffff : tail_mask(hd - i);
+                __m512 qv[8];
+                _Pragma("GCC unroll 8")
+                for (int g = 0; g < G; g++) qv[g] = _mm512_maskz_loadu_ps(mk, q + (size_t)g * hd + i);
+                _Pragma("GCC unroll 16")
+                for (int jj = 0; jj < KB; jj++) {
+                    const __m512 kv = row_load(kbase, row_bytes, j0 + INF_MIN(jb + jj, nj - 1), i, mk, F16);
+                    _Pragma("GCC unroll 8")
+                    for (int g = 0; g < G; g++) acc[jj * G + g] = _mm512_fmadd_ps(qv[g], kv, acc[jj * G + g]);
+                }
+            }
+            float dots[16];
+            _mm512_storeu_ps(dots, _mm512_mul_ps(hsum16_avx512(acc), _mm512_set1_ps(scale)));
+            for (int jj = 0; jj < KB && jb + jj < nj; jj++)
+                for (int g = 0; g < G; g++) s[g * TILE + jb + jj] = dots[jj * G + g];
+        }
+        /* online softmax, head by head */
+        for (int g = 0; g < G; g++) {
+            float *sg = s + g * TILE, *og = o + (size_t)g * hd;
+            float tile_max = -INFINITY;
+            for (int j = 0; j < nj; j++) tile_max = fmaxf(tile_max, sg[j]);
+            if (tile_max > m[g]) {
+                const float corr = expf(m[g] - tile_max);
+                l[g] *= corr;
+                const __m512 vc = _mm512_set1_ps(corr);
+                for (int i = 0; i < hd; i += 16) {
+                    const __mmask16 mk = hd - i >= 16 ? 0xffff : tail_mask(hd - i);
+                    _mm512_mask_storeu_ps(og + i, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, og + i), vc));
+                }
+                m[g] = tile_max;
+            }
+            const __m512 vm = _mm512_set1_ps(m[g]);
+            __m512 lsum = _mm512_setzero_ps();
+            for (int j = 0; j < nj; j += 16) {
+                const __mmask16 mk = nj - j >= 16 ? 0xffff : tail_mask(nj - j);
+                const __m512 pv = _mm512_maskz_mov_ps(mk, vexp_avx512(_mm512_sub_ps(_mm512_loadu_ps(sg + j), vm)));
+                _mm512_storeu_ps(sg + j, pv);
+                lsum = _mm512_add_ps(lsum, pv);
+            }
+            l[g] += _mm512_reduce_add_ps(lsum);
+        }
+        /* o[g] += Σ_j p[g][j] V[j], a slice of W vectors of head_dim at a time */
+        for (int i0 = 0; i0 < hd; i0 += 16 * W) {
+            __m512 acc[8][8];
+            __mmask16 mk[8];
+            _Pragma("GCC unroll 8")
+            for (int w = 0; w < W; w++) {
+                const int i = i0 + 16 * w;
+                mk[w] = i >= hd ? 0 : hd - i >= 16 ? 0xffff : tail_mask(hd - i);
+                _Pragma("GCC unroll 8")
+                for (int g = 0; g < G; g++) acc[g][w] = _mm512_maskz_loadu_ps(mk[w], o + (size_t)g * hd + i);
+            }
+            for (int j = 0; j < nj; j++) {
+                _Pragma("GCC unroll 8")
+                for (int w = 0; w < W; w++) {
+                    const __m512 vv = row_load(vbase, row_bytes, j0 + j, i0 + 16 * w, mk[w], F16);
+                    _Pragma("GCC unroll 8")
+                    for (int g = 0; g < G; g++) acc[g][w] = _mm512_fmadd_ps(_mm512_set1_ps(s[g * TILE + j]), vv, acc[g][w]);
+                }
+            }
+            _Pragma("GCC unroll 8")
+            for (int w = 0; w < W; w++)
+                _Pragma("GCC unroll 8")
+                for (int g = 0; g < G; g++) _mm512_mask_storeu_ps(o + (size_t)g * hd + i0 + 16 * w, mk[w], acc[g][w]);
+        }
+    }
+}
+
+size_t inf_avx512_attn_tmp_bytes(const inf_attn_shape *sh) {
+    const size_t hd = (size_t)sh->head_dim;
+    /* scores [8][TILE], o [8][hd], m and l [8], duplicated q heads [8][hd] */
+    const size_t decode = DECODE_HEADS * (TILE + 2 * hd + 2);
+    /* Q^T and O^T [hd][64], S^T [64][64], K and V tiles [64][hd], m, l, limits */
+    const size_t prefill = (hd + (size_t)round4((int)hd)) * ROW_CHUNK + TILE * ROW_CHUNK + 2 * TILE * hd + 3 * ROW_CHUNK;
+    return (decode > prefill ? decode : prefill) * sizeof(float) + 64;
+}
+
+void inf_avx512_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv_view *k,
+                            const inf_kv_view *v, float *out, int kvh, void *tmp) {
+    const int group = sh->n_head / sh->n_head_kv, hd = sh->head_dim, n_keys = sh->pos0 + 1;
+    const bool f16 = k->type == INF_KV_F16;
+    const size_t row_bytes = k->pos_stride * (f16 ? 2 : 4);
+    const char *kbase = kv_row(k, 0, kvh, hd), *vbase = kv_row(v, 0, kvh, hd);
+    float *s = tmp;                             /* [8][TILE] scores, then weights */
+    float *o = s + DECODE_HEADS * TILE;         /* [8][hd] */
+    float *qs = o + (size_t)DECODE_HEADS * hd;  /* [8][hd] the heads of a pass, padded */
+    float *m = qs + (size_t)DECODE_HEADS * hd;  /* [8] */
+    float *l = m + DECODE_HEADS;                /* [8] */
+    for (int h0 = 0; h0 < group; h0 += DECODE_HEADS) {
+        const int nh = INF_MIN(DECODE_HEADS, group - h0);
+        const int G = nh == 1 ? 1 : nh == 2 ? 2 : nh <= 4 ? 4 : 8;
+        for (int g = 0; g < G; g++) {
+            memcpy(qs + (size_t)g * hd, q + (size_t)(kvh * group + h0 + INF_MIN(g, nh - 1)) * hd, (size_t)hd * sizeof(float));
+            m[g] = -INFINITY;
+            l[g] = 0.0f;
+        }
+        memset(o, 0, (size_t)G * hd * sizeof(float));
+#define DECODE_CASE(g)                                                                                  \
+    if (f16) decode_heads(qs, kbase, vbase, row_bytes, n_keys, hd, sh->scale, g, true, s, o, m, l);    \
+    else decode_heads(qs, kbase, vbase, row_bytes, n_keys, hd, sh->scale, g, false, s, o, m, l);
+        switch (G) {
+        case 1: DECODE_CASE(1) break;
+        case 2: DECODE_CASE(2) break;
+        case 4: DECODE_CASE(4) break;
+        default: DECODE_CASE(8) break;
+        }
+#undef DECODE_CASE
+        for (int g = 0; g < nh; g++) {
+            const float inv = l[g] > 0.0f ? 1.0f / l[g] : 0.0f;
+            float *dst = out + (size_t)(kvh * group + h0 + g) * hd;
+            for (int i = 0; i < hd; i++) dst[i] = o[(size_t)g * hd + i] * inv;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ prefill */
+
+typedef struct prefill_ctx {
+    const inf_attn_shape *sh;
+    const inf_kv_view *k, *v;
+    int kvh, group, hd;
+    float *qt;     /* [hd][ROW_CHUNK] Q^T */
+    float *ot;     /* [round4(hd)][ROW_CHUNK] O^T */
+    float *st;     /* [TILE][ROW_CHUNK] S^T, then P^T */
+    float *ktile;  /* [TILE][hd] keys as f32 (f16 cache) */
+    float *vtile;  /* [TILE][hd] values as f32 (f16 cache) */
+    float *m, *l;  /* [ROW_CHUNK] */
+    int32_t *last; /* [ROW_CHUNK] last visible key per row */
+} prefill_ctx;
+
+/* S^T[j][rows] = scale * Σ_d K[j][d] Q^T[d][rows] for j < nj, four keys at a time. */
+static void score_tile(const prefill_ctx *c, const float *keys, size_t key_stride, int nj) {
+    const __m512 scale = _mm512_set1_ps(c->sh->scale);
+    for (int j = 0; j < nj; j += 4) {
+        const int nk = INF_MIN(4, nj - j);
+        __m512 acc[4][RV];
+        _Pragma("GCC unroll 4")
+        for (int a = 0; a < 4; a++)
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < RV; r++) acc[a][r] = _mm512_setzero_ps();
+        const float *kr[4];
+        _Pragma("GCC unroll 4")
+        for (int a = 0; a < 4; a++) kr[a] = keys + (size_t)(j + INF_MIN(a, nk - 1)) * key_stride;
+        for (int d = 0; d < c->hd; d++) {
+            __m512 qv[RV];
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < RV; r++) qv[r] = _mm512_load_ps(c->qt + (size_t)d * ROW_CHUNK + 16 * r);
+            _Pragma("GCC unroll 4")
+            for (int a = 0; a < 4; a++) {
+                const __m512 kb = _mm512_set1_ps(kr[a][d]);
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < RV; r++) acc[a][r] = _mm512_fmadd_ps(kb, qv[r], acc[a][r]);
+            }
+        }
+        /* rows past nj (at most 3, within the tile) are never read */
+        _Pragma("GCC unroll 4")
+        for (int a = 0; a < 4; a++)
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < RV; r++)
+                _mm512_store_ps(c->st + (size_t)(j + a) * ROW_CHUNK + 16 * r, _mm512_mul_ps(acc[a][r], scale));
+    }
+}
+
+/* O^T[d][rows] += Σ_j P^T[j][rows] V[j][d] for j < nj, four dims at a time
+ * (O^T has rows up to hd rounded up to 4, so all four are stored). */
+static void accumulate_tile(const prefill_ctx *c, const float *vals, size_t val_stride, int nj) {
+    for (int d = 0; d < c->hd; d += 4) {
+        const int nd = INF_MIN(4, c->hd - d);
+        __m512 acc[4][RV];
+        _Pragma("GCC unroll 4")
+        for (int a = 0; a < 4; a++)
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < RV; r++)
+                acc[a][r] = _mm512_load_ps(c->ot + (size_t)(d + a) * ROW_CHUNK + 16 * r);
+        for (int j = 0; j < nj; j++) {
+            const float *vr = vals + (size_t)j * val_stride + d;
+            __m512 p[RV];
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < RV; r++) p[r] = _mm512_load_ps(c->st + (size_t)j * ROW_CHUNK + 16 * r);
+            _Pragma("GCC unroll 4")
+            for (int a = 0; a < 4; a++) {
+                const __m512 vb = _mm512_set1_ps(vr[INF_MIN(a, nd - 1)]);
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < RV; r++) acc[a][r] = _mm512_fmadd_ps(p[r], vb, acc[a][r]);
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int a = 0; a < 4; a++)
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < RV; r++) _mm512_store_ps(c->ot + (size_t)(d + a) * ROW_CHUNK + 16 * r, acc[a][r]);
+    }
+}
+
+/* Query rows [row0, row0 + nr) of the task (row = token * group + head):
+ * transpose in, walk the key tiles, transpose out. */
+static void prefill_rows(prefill_ctx *c, const float *q, float *out, int t0, int row0, int nr) {
+    const inf_attn_shape *sh = c->sh;
+    const int hd = c->hd, group = c->group;
+    int max_last = 0;
+    for (int r = 0; r < ROW_CHUNK; r++) {
+        const int row = row0 + INF_MIN(r, nr - 1); /* padding lanes repeat the last row */
+        const int t = t0 + row / group, h = c->kvh * group + row % group;
+        const float *qr = q + ((size_t)t * sh->n_head + h) * hd;
+        for (int d = 0; d < hd; d++) c->qt[(size_t)d * ROW_CHUNK + r] = qr[d];
+        c->last[r] = sh->pos0 + t;
+        max_last = INF_MAX(max_last, c->last[r]);
+    }
+    memset(c->ot, 0, (size_t)round4(hd) * ROW_CHUNK * sizeof(float));
+    __m512 m[RV], l[RV];
+    for (int r = 0; r < RV; r++) {
+        m[r] = _mm512_set1_ps(-INFINITY);
+        l[r] = _mm512_setzero_ps();
+    }
+    const int min_last = c->last[0]; /* rows are in token order */
+    const bool f16 = c->k->type == INF_KV_F16;
+    for (int j0 = 0; j0 <= max_last; j0 += TILE) {
+        const int nj = INF_MIN(TILE, max_last + 1 - j0);
+        const float *keys, *vals;
+        size_t key_stride, val_stride;
+        if (f16) {
+            widen_tile(c->k, j0, nj, c->kvh, hd, c->ktile);
+            widen_tile(c->v, j0, nj, c->kvh, hd, c->vtile);
+            keys = c->ktile;
+            vals = c->vtile;
+            key_stride = val_stride = (size_t)hd;
+        } else {
+            keys = kv_row(c->k, j0, c->kvh, hd);
+            vals = kv_row(c->v, j0, c->kvh, hd);
+            key_stride = c->k->pos_stride;
+            val_stride = c->v->pos_stride;
+        }
+        score_tile(c, keys, key_stride, nj);
+        /* mask keys past each row's last position */
+        if (j0 + nj - 1 > min_last) {
+            for (int j = 0; j < nj; j++)
+                for (int r = 0; r < RV; r++) {
+                    const __m512i last = _mm512_load_si512(c->last + 16 * r);
+                    const __mmask16 hidden = _mm512_cmplt_epi32_mask(last, _mm512_set1_epi32(j0 + j));
+                    float *sp = c->st + (size_t)j * ROW_CHUNK + 16 * r;
+                    _mm512_store_ps(sp, _mm512_mask_mov_ps(_mm512_load_ps(sp), hidden, _mm512_set1_ps(-INFINITY)));
+                }
+        }
+        /* online softmax, lane-wise */
+        for (int r = 0; r < RV; r++) {
+            __m512 mx = _mm512_set1_ps(-INFINITY);
+            for (int j = 0; j < nj; j++) mx = _mm512_max_ps(mx, _mm512_load_ps(c->st + (size_t)j * ROW_CHUNK + 16 * r));
+            const __mmask16 raised = _mm512_cmp_ps_mask(mx, m[r], _CMP_GT_OQ);
+            if (raised) {
+                const __m512 m_new = _mm512_mask_mov_ps(m[r], raised, mx);
+                const __m512 corr = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), raised, vexp_avx512(_mm512_sub_ps(m[r], m_new)));
+                l[r] = _mm512_mul_ps(l[r], corr);
+                for (int d = 0; d < hd; d++) {
+                    float *op = c->ot + (size_t)d * ROW_CHUNK + 16 * r;
+                    _mm512_store_ps(op, _mm512_mul_ps(_mm512_load_ps(op), corr));
+                }
+                m[r] = m_new;
+            }
+            for (int j = 0; j < nj; j++) {
+                float *sp = c->st + (size_t)j * ROW_CHUNK + 16 * r;
+                const __m512 p = vexp_avx512(_mm512_sub_ps(_mm512_load_ps(sp), m[r]));
+                _mm512_store_ps(sp, p);
+                l[r] = _mm512_add_ps(l[r], p);
+            }
+        }
+        accumulate_tile(c, vals, val_stride, nj);
+    }
+    /* out = O / l */
+    float inv[ROW_CHUNK];
+    for (int r = 0; r < RV; r++) {
+        const __mmask16 pos = _mm512_cmp_ps_mask(l[r], _mm512_setzero_ps(), _CMP_GT_OQ);
+        _mm512_storeu_ps(inv + 16 * r, _mm512_maskz_div_ps(pos, _mm512_set1_ps(1.0f), l[r]));
+    }
+    for (int r = 0; r < nr; r++) {
+        const int row = row0 + r;
+        const int t = t0 + row / group, h = c->kvh * group + row % group;
+        float *dst = out + ((size_t)t * sh->n_head + h) * hd;
+        for (int d = 0; d < hd; d++) dst[d] = c->ot[(size_t)d * ROW_CHUNK + r] * inv[r];
+    }
+}
+
+void inf_avx512_attn_prefill(const inf_attn_shape *sh, const float *q, const inf_kv_view *k,
+                             const inf_kv_view *v, float *out, int kvh, int t0, int t1, void *tmp) {
+    const int hd = sh->head_dim, group = sh->n_head / sh->n_head_kv;
+    float *base = (float *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
+    prefill_ctx c = {.sh = sh, .k = k, .v = v, .kvh = kvh, .group = group, .hd = hd};
+    c.qt = base;
+    c.ot = c.qt + (size_t)hd * ROW_CHUNK;
+    c.st = c.ot + (size_t)round4(hd) * ROW_CHUNK;
+    c.ktile = c.st + (size_t)TILE * ROW_CHUNK;
+    c.vtile = c.ktile + (size_t)TILE * hd;
+    c.m = c.vtile + (size_t)TILE * hd;
+    c.l = c.m + ROW_CHUNK;
+    c.last = (int32_t *)(c.l + ROW_CHUNK);
+    const int rows = (t1 - t0) * group;
+    for (int row0 = 0; row0 < rows; row0 += ROW_CHUNK)
+        prefill_rows(&c, q, out, t0, row0, INF_MIN(ROW_CHUNK, rows - row0));
+}

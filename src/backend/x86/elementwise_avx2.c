@@ -1,0 +1,122 @@
+/*
+ * elementwise_avx2.c — the row and element ops with AVX2 + FMA + F16C:
+ * RMSNorm, RoPE rotation, SwiGLU, add, f32 -> f16, argmax. Numerics as
+ * elementwise_avx512.c (bit-identical to ref.c except rmsnorm's summation
+ * order of exact double squares and swiglu's vexp).
+ */
+#include "backend/x86/vec_avx2.h"
+#include "backend/x86/x86_kernels.h"
+
+#include "core/dtype.h"
+
+#include <math.h>
+
+void inf_avx2_rmsnorm(float *y, const float *x, const float *w, int n_rows, int dim, float eps) {
+    for (int r = 0; r < n_rows; r++) {
+        const float *xr = x + (size_t)r * dim;
+        float *yr = y + (size_t)r * dim;
+        __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+        int i = 0;
+        for (; i + 8 <= dim; i += 8) {
+            const __m256 v = _mm256_loadu_ps(xr + i);
+            const __m256 sq = _mm256_mul_ps(v, v);
+            s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+            s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+        }
+        const __m256d s = _mm256_add_pd(s0, s1);
+        __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+        double sum_sq = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+        for (; i < dim; i++) sum_sq += (double)(xr[i] * xr[i]);
+        const float mean = (float)(sum_sq / dim);
+        const float scale = 1.0f / sqrtf(mean + eps);
+        const __m256 vs = _mm256_set1_ps(scale);
+        for (i = 0; i + 8 <= dim; i += 8)
+            _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i), vs), _mm256_loadu_ps(w + i)));
+        for (; i < dim; i++) yr[i] = xr[i] * scale * w[i];
+    }
+}
+
+void inf_avx2_rope_rows(float *x, int n_rows, int head_dim, const float *cos_sin) {
+    const int half = head_dim / 2;
+    const float *cs = cos_sin, *sn = cos_sin + half;
+    for (int r = 0; r < n_rows; r++) {
+        float *xr = x + (size_t)r * head_dim;
+        int i = 0;
+        for (; i + 8 <= half; i += 8) {
+            const __m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(sn + i);
+            const __m256 x0 = _mm256_loadu_ps(xr + i), x1 = _mm256_loadu_ps(xr + half + i);
+            _mm256_storeu_ps(xr + i, _mm256_sub_ps(_mm256_mul_ps(x0, c), _mm256_mul_ps(x1, s)));
+            _mm256_storeu_ps(xr + half + i, _mm256_add_ps(_mm256_mul_ps(x0, s), _mm256_mul_ps(x1, c)));
+        }
+        for (; i < half; i++) {
+            const float x0 = xr[i], x1 = xr[i + half];
+            xr[i] = x0 * cs[i] - x1 * sn[i];
+            xr[i + half] = x0 * sn[i] + x1 * cs[i];
+        }
+    }
+}
+
+void inf_avx2_swiglu(float *out, const float *gate, const float *up, size_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 e = vexp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), g));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+    }
+    if (i < n) { /* the tail through the same vector exp, via a padded copy */
+        float g[8] = {0}, u[8] = {0}, o[8];
+        for (size_t j = i; j < n; j++) g[j - i] = gate[j], u[j - i] = up[j];
+        const __m256 gv = _mm256_loadu_ps(g);
+        const __m256 e = vexp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), gv));
+        _mm256_storeu_ps(o, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_loadu_ps(u)));
+        for (size_t j = i; j < n; j++) out[j] = o[j - i];
+    }
+}
+
+void inf_avx2_add(float *y, const float *x, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
+    for (; i < n; i++) y[i] += x[i];
+}
+
+void inf_avx2_f32_to_f16(uint16_t *dst, const float *src, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) dst[i] = inf_f32_to_f16(src[i]);
+}
+
+/* As ref.c's scan; with a NaN present, that scan itself runs. */
+int inf_avx2_argmax(const float *x, int n) {
+    __m256 mx = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        mx = _mm256_max_ps(mx, v);
+    }
+    float best_v = -INFINITY;
+    float lanes[8];
+    _mm256_storeu_ps(lanes, mx);
+    for (int j = 0; j < 8; j++) best_v = fmaxf(best_v, lanes[j]);
+    bool any_nan = _mm256_movemask_ps(nan) != 0;
+    for (int j = i; j < n; j++) {
+        any_nan |= isnan(x[j]);
+        best_v = fmaxf(best_v, x[j]);
+    }
+    if (any_nan) {
+        int best = 0;
+        for (int j = 1; j < n; j++)
+            if (x[j] > x[best]) best = j;
+        return best;
+    }
+    const __m256 b = _mm256_set1_ps(best_v);
+    for (i = 0; i + 8 <= n; i += 8) {
+        const int eq = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), b, _CMP_EQ_OQ));
+        if (eq) return i + __builtin_ctz((unsigned)eq);
+    }
+    for (; i < n; i++)
+        if (x[i] == best_v) return i;
+    return 0;
+}

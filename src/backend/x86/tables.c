@@ -1,0 +1,56 @@
+/*
+ * tables.c — the kernel tables of the x86 ISAs (built without ISA flags:
+ * it only takes the kernels' addresses). On other architectures there are
+ * none.
+ */
+#include "backend/kernels.h"
+
+#if defined(__x86_64__)
+#include "backend/x86/x86_kernels.h"
+
+static const inf_kernels avx2_table = {
+    .name = "avx2",
+    .act_row_bytes = inf_avx2_act_row_bytes,
+    .act_prepare = inf_avx2_act_prepare,
+    .matvec = inf_avx2_matvec,
+    .attn_tmp_bytes = inf_avx2_attn_tmp_bytes,
+    .attn_decode = inf_avx2_attn_decode,
+    .rmsnorm = inf_avx2_rmsnorm,
+    .rope_rows = inf_avx2_rope_rows,
+    .swiglu = inf_avx2_swiglu,
+    .add = inf_avx2_add,
+    .f32_to_f16 = inf_avx2_f32_to_f16,
+    .argmax = inf_avx2_argmax,
+};
+
+static const inf_kernels avx512_table = {
+    .name = "avx512",
+    .act_row_bytes = inf_avx512_act_row_bytes,
+    .act_prepare = inf_avx512_act_prepare,
+    .matvec = inf_avx512_matvec,
+    .gemm_prepare = inf_avx512_gemm_prepare,
+    .gemm = inf_avx512_gemm,
+    .gemm_pack_bytes = inf_avx512_gemm_pack_bytes,
+    .gemm_rows = INF_X86_GEMM_ROWS,
+    .gemm_min_tokens = 8,
+    .attn_tmp_bytes = inf_avx512_attn_tmp_bytes,
+    .attn_decode = inf_avx512_attn_decode,
+    .attn_prefill = inf_avx512_attn_prefill,
+    .attn_block = INF_X86_ATTN_BLOCK,
+    .rmsnorm = inf_avx512_rmsnorm,
+    .rope_rows = inf_avx512_rope_rows,
+    .swiglu = inf_avx512_swiglu,
+    .add = inf_avx512_add,
+    .f32_to_f16 = inf_avx512_f32_to_f16,
+    .argmax = inf_avx512_argmax,
+};
+
+const inf_kernels *inf_kernels_avx2(void) { return &avx2_table; }
+const inf_kernels *inf_kernels_avx512(void) { return &avx512_table; }
+
+#else
+
+const inf_kernels *inf_kernels_avx2(void) { return NULL; }
+const inf_kernels *inf_kernels_avx512(void) { return NULL; }
+
+#endif

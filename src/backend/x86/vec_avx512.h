@@ -1,0 +1,51 @@
+/*
+ * vec_avx512.h — small AVX-512 helpers shared by the *_avx512.c kernels:
+ * a vector expf and a transposing horizontal sum. Include only from files
+ * built with the AVX-512 flags.
+ */
+#ifndef INF_VEC_AVX512_H
+#define INF_VEC_AVX512_H
+
+#include <immintrin.h>
+
+/* e^x on 16 lanes, within 2 ulp of expf for finite results: x = n ln2 + r
+ * with |r| <= ln2/2 (ln2 split in two for an exact reduction), e^r by
+ * Cephes' degree-6 polynomial, times 2^n by VSCALEFPS (which also rounds
+ * the subnormal range and overflows to inf). -inf gives 0; inputs are
+ * clamped to [-104, 89] first, where expf is 0 and inf. */
+static inline __m512 vexp_avx512(__m512 x) {
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* Lane i of the result is the sum of the 16 lanes of v[i]. Within each
+ * 128-bit quarter, pairs then quads of vectors are interleaved and added,
+ * so b[i]'s quarter q holds the partial sums of v[4i..4i+3] over quarter q;
+ * two rounds of quarter shuffles then add the four quarters. */
+static inline __m512 hsum16_avx512(const __m512 v[16]) {
+    __m512 a[8], b[4], c[2];
+    for (int i = 0; i < 8; i++)
+        a[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 4; i++) {
+        const __m512d x = _mm512_castps_pd(a[2 * i]), y = _mm512_castps_pd(a[2 * i + 1]);
+        b[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    /* c[i] quarters: b[2i] q0+q1, b[2i] q2+q3, b[2i+1] q0+q1, b[2i+1] q2+q3 */
+    for (int i = 0; i < 2; i++)
+        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88), _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
+}
+
+#endif /* INF_VEC_AVX512_H */

@@ -1,0 +1,69 @@
+/*
+ * cli_progress.c — the progress bar for waits (model loading, long
+ * prefills) and the Ctrl-C flag generation loops poll.
+ */
+#include "cli/cli.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { BAR_WIDTH = 30 };
+#define SHOW_AFTER_S 0.25 /* a wait shorter than this draws nothing */
+
+double cli_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void cli_progress_begin(cli_progress *p, const char *label) {
+    p->label = label;
+    p->t_start_s = cli_now_s();
+    p->enabled = isatty(STDERR_FILENO);
+    p->drawn_pct = -1;
+}
+
+void cli_progress_update(cli_progress *p, double fraction) {
+    if (!p->enabled) return;
+    if (p->drawn_pct < 0 && cli_now_s() - p->t_start_s < SHOW_AFTER_S) return;
+    int pct = (int)(100.0 * (fraction < 0 ? 0 : fraction > 1 ? 1 : fraction));
+    if (pct == p->drawn_pct) return;
+    p->drawn_pct = pct;
+    char bar[BAR_WIDTH + 1];
+    int full = pct * BAR_WIDTH / 100;
+    memset(bar, '#', (size_t)full);
+    memset(bar + full, '.', (size_t)(BAR_WIDTH - full));
+    bar[BAR_WIDTH] = 0;
+    fprintf(stderr, "\r%s [%s] %3d%%", p->label, bar, pct);
+    fflush(stderr);
+}
+
+void cli_progress_end(cli_progress *p) {
+    if (p->enabled && p->drawn_pct >= 0) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+    p->drawn_pct = -1;
+}
+
+void cli_progress_callback(double fraction, void *user) { cli_progress_update(user, fraction); }
+
+volatile sig_atomic_t cli_interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    if (cli_interrupted) _exit(130);
+    cli_interrupted = 1;
+}
+
+void cli_catch_interrupt(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: a blocking read returns EINTR */
+    sigaction(SIGINT, &sa, NULL);
+}

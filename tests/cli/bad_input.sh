@@ -1,0 +1,117 @@
+#!/bin/sh
+# Bad input table: each case must exit with the right code (1 runtime error,
+# 2 usage error), print exactly one line on stderr that names the problem,
+# and finish (every command runs under `timeout`: a hang fails the case).
+# Broken model files are made from a tiny synthetic model: cut short, bytes
+# overwritten (a count, a tensor type), the architecture renamed.
+# $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
+INFERNO=${INFERNO:-build/inferno}
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'chmod -R u+rw "$tmp"; rm -rf "$tmp"' EXIT
+M="$tmp/tiny.gguf"
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect CODE PATTERN ARGS...: exit CODE, one stderr line matching PATTERN (grep -E)
+expect() {
+    code=$1 pattern=$2
+    shift 2
+    timeout 30 "$INFERNO" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    rc=$?
+    lines=$(wc -l <"$tmp/err")
+    if [ "$rc" -eq "$code" ] && [ "$lines" -eq 1 ] && grep -Eq -e "$pattern" "$tmp/err"; then
+        ok
+    else
+        bad "inferno $*: exit $rc (want $code), $lines stderr lines (want 1 matching '$pattern'):"
+        sed 's/^/    /' "$tmp/err"
+    fi
+}
+
+if ! "$INFERNO" synth -o "$M" --layers 1 --embd 64 --heads 2 --kv-heads 1 --head-dim 32 --ff 128 --vocab 1000 >/dev/null 2>"$tmp/err"; then
+    cat "$tmp/err"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+size=$(wc -c <"$M")
+
+# broken files
+echo "just some text" >"$tmp/text.gguf"
+: >"$tmp/empty.gguf"
+head -c 100 "$M" >"$tmp/cut-header.gguf"
+head -c $((size - 1000)) "$M" >"$tmp/cut-data.gguf"
+cp "$M" "$tmp/huge-count.gguf"   # metadata count (offset 16) = 2^63 - 1
+printf '\377\377\377\377\377\377\377\177' | dd of="$tmp/huge-count.gguf" bs=1 seek=16 conv=notrunc 2>/dev/null
+cp "$M" "$tmp/bad-version.gguf"  # version (offset 4) = 99
+printf '\143\000\000\000' | dd of="$tmp/bad-version.gguf" bs=1 seek=4 conv=notrunc 2>/dev/null
+LC_ALL=C sed 's/qwen3/llama/g' "$M" >"$tmp/llama.gguf"
+cp "$M" "$tmp/q6k.gguf"          # output_norm.weight: type 14 (q6_K)
+name_at=$(grep -obUa "output_norm.weight" "$tmp/q6k.gguf" | head -n 1 | cut -d: -f1)
+# name, then n_dims (4 bytes) and one dimension (8 bytes), then the type
+printf '\016\000\000\000' | dd of="$tmp/q6k.gguf" bs=1 seek=$((name_at + 18 + 4 + 8)) conv=notrunc 2>/dev/null
+mkdir "$tmp/dir.gguf"
+cp "$M" "$tmp/unreadable.gguf"
+chmod 000 "$tmp/unreadable.gguf"
+
+for cmd in run info chat; do
+    expect 1 "missing.gguf: cannot open" $cmd -m "$tmp/missing.gguf"
+    expect 1 "dir.gguf: not a regular file" $cmd -m "$tmp/dir.gguf"
+    expect 1 "text.gguf: not a GGUF file" $cmd -m "$tmp/text.gguf"
+    expect 1 "llama.gguf: general.architecture is 'llama'" $cmd -m "$tmp/llama.gguf"
+done
+expect 1 "empty.gguf" run -m "$tmp/empty.gguf" -p hi
+expect 1 "cut-header.gguf: .*(cannot fit|past the end|truncated|short)" run -m "$tmp/cut-header.gguf" -p hi
+expect 1 "cut-data.gguf: tensor '.*' data .* past the end" run -m "$tmp/cut-data.gguf" -p hi
+expect 1 "huge-count.gguf: metadata count .* cannot fit" run -m "$tmp/huge-count.gguf" -p hi
+expect 1 "bad-version.gguf: .*version" run -m "$tmp/bad-version.gguf" -p hi
+expect 1 "q6k.gguf: tensor 'output_norm.weight' has type q6_k" run -m "$tmp/q6k.gguf" -p hi
+expect 1 "q6k.gguf: tensor 'output_norm.weight' has type q6_k" info -m "$tmp/q6k.gguf"
+if [ "$(id -u)" -ne 0 ]; then # root reads any file
+    expect 1 "unreadable.gguf: cannot open: Permission denied" run -m "$tmp/unreadable.gguf" -p hi
+fi
+
+# prompts
+expect 1 "the prompt has [0-9]+ tokens but the context holds 8" run -m "$M" -c 8 -p "a prompt that is far longer than eight tokens, surely"
+expect 2 "the prompt is empty" run -m "$M" -p ""
+expect 1 "prompt.txt: cannot read the prompt file" run -m "$M" -f "$tmp/prompt.txt"
+expect 1 "is a directory" run -m "$M" -f "$tmp/dir.gguf"
+expect 2 "give one of -p, -f and --tokens" run -m "$M" -p hi --tokens 1,2
+expect 2 "--tokens wants a list" run -m "$M" --tokens 1,,2
+expect 2 "token id 5000 .* outside the vocabulary" run -m "$M" --tokens 5000
+
+# flags and values
+expect 2 "unknown option '--frobnicate'" run -m "$M" -p hi --frobnicate
+expect 2 "unknown option '--frobnicate'" chat -m "$M" --frobnicate
+expect 2 "unknown option '--frobnicate'" info -m "$M" --frobnicate
+expect 2 "-n wants a token count .* got '-5'" run -m "$M" -p hi -n -5
+expect 2 "--temp wants a number .* got 'abc'" run -m "$M" -p hi --temp abc
+expect 2 "--temp wants a number .* got '-1'" run -m "$M" -p hi --temp -1
+expect 2 "--top-p wants a number from 0 to 1, got '1.5'" run -m "$M" -p hi --top-p 1.5
+expect 2 "--min-p wants a number from 0 to 1, got 'x'" chat -m "$M" --min-p x
+expect 2 "--top-k wants a count from 0, got '-3'" run -m "$M" -p hi --top-k -3
+expect 2 "--repeat-penalty wants a number above 0, got '0'" run -m "$M" -p hi --repeat-penalty 0
+expect 2 "--repeat-last-n wants a count" run -m "$M" -p hi --repeat-last-n -2
+expect 2 "--seed wants a number" run -m "$M" -p hi --seed 1e5
+expect 2 "--stop wants a non-empty string" run -m "$M" -p hi --stop ""
+expect 2 "--logit-bias wants TOKEN_ID\+BIAS" run -m "$M" -p hi --logit-bias 12
+expect 2 "logit bias for token 5000, outside the vocabulary" run -m "$M" -p hi --logit-bias 5000+1
+expect 2 "option -p needs a value" run -m "$M" -p
+expect 2 "-c wants a context length" run -m "$M" -p hi -c 0
+expect 2 "-t wants a thread count" run -m "$M" -p hi -t zero
+expect 2 "--kv-type wants f32 or f16" chat -m "$M" --kv-type q4
+expect 2 "--system and --no-think need --chat" run -m "$M" -p hi --system "x"
+expect 2 "the prompt is empty" run -m "$M" --json -f /dev/null
+expect 2 "chat reads its messages from the terminal" chat -m "$M" -p hi
+expect 2 "no model" info
+expect 2 "unknown command 'frobnicate'" frobnicate
+expect 1 "context length 100000 exceeds the model's 40960" run -m "$M" -p hi -c 100000
+
+# help and version: stdout, exit 0
+for cmd in run chat info tokenize detokenize template bench synth logits; do
+    if "$INFERNO" $cmd --help >"$tmp/out" 2>"$tmp/err" && grep -q "^usage: inferno $cmd" "$tmp/out" && [ ! -s "$tmp/err" ]; then ok; else bad "$cmd --help"; fi
+done
+if "$INFERNO" --version | grep -Eq "^inferno [0-9]+\.[0-9]+\.[0-9]+$"; then ok; else bad "--version"; fi
+
+echo "$pass passed, $fail failed"

@@ -1,0 +1,73 @@
+/*
+ * fuzz_chat_template.c — libFuzzer target for chat-template rendering: the
+ * request JSON parser (json_value.c), request validation, and the two
+ * renderers (Qwen3's template in C, generic ChatML) in chat_template.c.
+ *
+ * The input is a request body ({"messages": [...], "tools": ...,
+ * "add_generation_prompt": ..., "enable_thinking": ...}). It is rendered
+ * with the built-in Qwen3 template and with the ChatML fallback (any
+ * template text that is not Qwen3's). Errors are fine, but both renderers
+ * validate the same request, so a request that is not JSON must fail in
+ * both, and an error must carry a message; a rendering must be exactly
+ * out_len bytes of valid UTF-8 with a NUL after them (the
+ * tokenizer refuses anything else). Crashes, leaks and undefined
+ * behaviour abort. The input is also tried as template source, which only
+ * selects a renderer.
+ */
+#include "fuzz_common.h"
+
+#include "inferno.h"
+#include "tok/unicode.h"
+
+#include <string.h>
+
+static inf_chat_template *qwen3, *chatml;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    inf_error err;
+    FUZZ_CHECK(inf_chat_template_from_source(NULL, &qwen3, &err) == INF_OK, "built-in template: %s", err.msg);
+    FUZZ_CHECK(inf_chat_template_from_source("{% for m in messages %}{{ m.content }}{% endfor %}", &chatml, &err) ==
+                   INF_OK,
+               "fallback template: %s", err.msg);
+    FUZZ_CHECK(strcmp(inf_chat_template_describe(qwen3), inf_chat_template_describe(chatml)) != 0,
+               "the fallback template was taken for Qwen3's");
+    return 0;
+}
+
+static inf_status render(const inf_chat_template *tmpl, const uint8_t *data, size_t size) {
+    char *out = NULL;
+    size_t out_len = 0;
+    inf_error err;
+    inf_status st = inf_chat_template_render(tmpl, (const char *)data, size, &out, &out_len, &err);
+    if (st) {
+        FUZZ_CHECK(err.status == st && err.msg[0] && !strchr(err.msg, '\n'), "error %d without a one-line message",
+                   st);
+    } else {
+        FUZZ_CHECK(out && out[out_len] == 0, "rendering not NUL-terminated at out_len");
+        FUZZ_CHECK(uni_utf8_invalid_offset(out, out_len) == out_len, "the rendering is not valid UTF-8");
+    }
+    free(out);
+    return st;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    inf_status q = render(qwen3, data, size);
+    inf_status c = render(chatml, data, size);
+    FUZZ_CHECK((q == INF_ERR_FORMAT) == (c == INF_ERR_FORMAT), "malformed JSON for one renderer only: %d vs %d", q, c);
+
+    /* as template text: Qwen3's exact source or anything else */
+    char *source = malloc(size + 1);
+    FUZZ_CHECK(source != NULL, "out of memory");
+    memcpy(source, data, size);
+    source[size] = 0;
+    inf_chat_template *tmpl = NULL;
+    inf_error err;
+    if (inf_chat_template_from_source(source, &tmpl, &err) == INF_OK) {
+        (void)inf_chat_template_describe(tmpl);
+        inf_chat_template_free(tmpl);
+    }
+    free(source);
+    return 0;
+}

@@ -1,0 +1,494 @@
+/*
+ * test_kernels.c — every op of the CPU backend (backend/cpu.h), on every
+ * ISA path this machine can run, against the scalar reference ops of
+ * ref.c, at ragged sizes; and each result bit-identical for 1, 2 and 3
+ * threads.
+ *
+ * Error budgets (a fast path may only sum in another order and use its own
+ * exp; "cond" of a dot product is Σ|w_i·x_i|, what its rounding error
+ * scales with):
+ *   ISA "ref"                 bit-identical to ref.c for every op
+ *   matmul Q8_0, n >= 8 (gemm, avx512)   bit-identical
+ *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
+ *                             (f32 lanes of partial sums instead of a double)
+ *   rmsnorm                   4·2^-24 relative (the double sum of exact
+ *                             squares in another order; usually identical)
+ *   rope, add, kv_store, argmax   bit-identical
+ *   swiglu                    12·2^-24 relative + 1e-30 (a vector exp within
+ *                             2 ulp, then 1 + e, g / that and · up each round:
+ *                             up to ~4 ulp against ref's own roundings)
+ *   attention                 |o - ref| <= 2e-6·max|v| (outputs are convex
+ *                             combinations of V rows; exp within 2 ulp, sums
+ *                             in f32 lanes and per tile)
+ * Outputs carry guard elements after their end that must stay untouched.
+ * Each group prints its worst error / budget ratio.
+ */
+#include "harness.h"
+
+#include "backend/cpu.h"
+#include "core/dtype.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N_THREAD_COUNTS = 3, GUARD = 16 };
+static const float SENTINEL = 12345.678f;
+
+/* ------------------------------------------------------------------ helpers */
+
+static uint64_t rng_state = 0x243f6a8885a308d3u;
+
+static uint64_t rng_next(void) { /* splitmix64 */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static float rng_uniform(float lo, float hi) {
+    return lo + (hi - lo) * (float)((double)(rng_next() >> 11) * 0x1p-53);
+}
+
+static void fill_uniform(float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = rng_uniform(lo, hi);
+}
+
+/* n floats plus GUARD sentinels after them; 64-aligned. */
+static float *alloc_out(size_t n) {
+    float *p = aligned_alloc(64, ((n + GUARD) * sizeof(float) + 63) & ~(size_t)63);
+    for (size_t i = 0; i < n + GUARD; i++) p[i] = SENTINEL;
+    return p;
+}
+
+static bool guards_intact(const float *p, size_t n) {
+    for (size_t i = n; i < n + GUARD; i++)
+        if (p[i] != SENTINEL) return false;
+    return true;
+}
+
+static void *alloc_bytes(size_t n) { return aligned_alloc(64, (n + 63) & ~(size_t)63); }
+
+/* The backends under test: one ISA at 1, 2 and 3 threads. */
+typedef struct isa_ops {
+    inf_isa isa;
+    inf_ops *ops[N_THREAD_COUNTS];
+} isa_ops;
+
+static const inf_ops *REF;
+
+/* Tracks the worst error/budget ratio of a group. */
+static double worst_ratio;
+
+static void note_ratio(double err, double budget) {
+    double r = budget > 0 ? err / budget : (err > 0 ? INFINITY : 0);
+    if (r > worst_ratio) worst_ratio = r;
+}
+
+static void begin(char *label, size_t cap, const isa_ops *s, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void begin(char *label, size_t cap, const isa_ops *s, const char *fmt, ...) {
+    int n = snprintf(label, cap, "%s ", inf_isa_name(s->isa));
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(label + n, cap - (size_t)n, fmt, ap);
+    va_end(ap);
+    test_begin(label);
+}
+
+/* Runs fn(ops, out) for 1, 2, 3 threads: checks that the results agree
+ * bit for bit and that the guards survive; leaves the 1-thread result in out. */
+typedef void (*run_fn)(const inf_ops *ops, void *ctx, float *out);
+
+static void run_all_threads(const isa_ops *s, run_fn fn, void *ctx, float *out, size_t n) {
+    float *other = alloc_out(n);
+    fn(s->ops[0], ctx, out);
+    TEST_CHECK(guards_intact(out, n), "1 thread wrote past the end of its output");
+    for (int i = 1; i < N_THREAD_COUNTS; i++) {
+        for (size_t j = 0; j < n + GUARD; j++) other[j] = SENTINEL;
+        fn(s->ops[i], ctx, other);
+        TEST_CHECK(guards_intact(other, n), "%d threads wrote past the end of the output", i + 1);
+        TEST_CHECK(memcmp(out, other, n * sizeof(float)) == 0, "%d threads differ from 1 thread", i + 1);
+    }
+    free(other);
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+typedef struct matmul_case {
+    inf_weight w;
+    const float *x;
+    int n;
+    void *scratch;
+} matmul_case;
+
+static void run_matmul(const inf_ops *ops, void *ctx, float *out) {
+    matmul_case *c = ctx;
+    ops->matmul(ops, &c->w, c->x, c->n, out, c->scratch);
+}
+
+/* A random weight of the type; Q8_0 quants include -128 (legal in files). */
+static void *make_weight(inf_dtype type, int64_t rows, int64_t cols, size_t *row_bytes, float *deq) {
+    uint64_t rb;
+    inf_dtype_row_bytes(type, (uint64_t)cols, &rb);
+    *row_bytes = (size_t)rb;
+    char *data = alloc_bytes((size_t)rows * rb + 64);
+    float *row = malloc((size_t)cols * sizeof(float));
+    for (int64_t r = 0; r < rows; r++) {
+        void *dst = data + (size_t)r * rb;
+        fill_uniform(row, (size_t)cols, -1.0f, 1.0f);
+        switch (type) {
+        case INF_DTYPE_F32: memcpy(dst, row, (size_t)cols * 4); break;
+        case INF_DTYPE_F16:
+            for (int64_t i = 0; i < cols; i++) ((inf_f16 *)dst)[i] = inf_f32_to_f16(row[i]);
+            break;
+        case INF_DTYPE_BF16:
+            for (int64_t i = 0; i < cols; i++) ((inf_bf16 *)dst)[i] = inf_f32_to_bf16(row[i]);
+            break;
+        case INF_DTYPE_Q8_0: {
+            inf_quantize_row_q8_0(row, dst, cols);
+            inf_block_q8_0 *b = dst;
+            if (rng_next() % 3 == 0) b[rng_next() % (uint64_t)(cols / 32)].q[rng_next() % 32] = -128;
+            break;
+        }
+        }
+        inf_dequantize_row(type, dst, deq + (size_t)r * cols, cols);
+    }
+    free(row);
+    return data;
+}
+
+static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int64_t cols, int n) {
+    char label[160];
+    begin(label, sizeof label, s, "matmul %s rows=%lld cols=%lld n=%d", inf_dtype_name(type), (long long)rows,
+          (long long)cols, n);
+    float *deq = malloc((size_t)(rows * cols) * sizeof(float));
+    matmul_case c = {.n = n};
+    c.w = (inf_weight){.name = "w", .type = type, .rows = rows, .cols = cols};
+    c.w.data = make_weight(type, rows, cols, &c.w.row_bytes, deq);
+    float *x = malloc((size_t)n * (size_t)cols * sizeof(float));
+    fill_uniform(x, (size_t)n * (size_t)cols, -2.0f, 2.0f);
+    c.x = x;
+    c.scratch = alloc_bytes((size_t)n * (size_t)cols * sizeof(float));
+
+    const size_t n_out = (size_t)n * (size_t)rows;
+    float *want = alloc_out(n_out), *got = alloc_out(n_out);
+    REF->matmul(REF, &c.w, x, n, want, c.scratch);
+    run_all_threads(s, run_matmul, &c, got, n_out);
+
+    const bool exact = s->isa == INF_ISA_REF || (s->isa == INF_ISA_AVX512 && type == INF_DTYPE_Q8_0 && n >= 8);
+    int reported = 0;
+    for (int t = 0; t < n; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            double cond = 0;
+            for (int64_t i = 0; i < cols; i++) cond += fabs((double)deq[r * cols + i] * x[(size_t)t * cols + i]);
+            const double budget = exact ? 0 : ((double)cols / 8 + 16) * 0x1p-24 * cond;
+            const size_t at = (size_t)t * (size_t)rows + (size_t)r;
+            const double err = fabs((double)got[at] - want[at]);
+            note_ratio(err, budget);
+            if (err > budget && reported++ < 3)
+                TEST_CHECK(false, "y[%d][%lld] = %.9g, ref %.9g (budget %.3g)", t, (long long)r, (double)got[at],
+                           (double)want[at], budget);
+        }
+    TEST_CHECK(reported == 0, "%d outputs over budget", reported);
+    free(deq);
+    free((void *)c.w.data);
+    free(x);
+    free(c.scratch);
+    free(want);
+    free(got);
+}
+
+static void test_matmul(const isa_ops *s) {
+    static const inf_dtype types[] = {INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_BF16, INF_DTYPE_Q8_0};
+    static const int64_t rows_list[] = {1, 5, 16, 17, 70, 130};
+    static const int64_t q8_cols[] = {32, 96, 160};
+    static const int64_t f_cols[] = {1, 3, 17, 33, 64, 100};
+    static const int ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 17, 64, 65};
+    worst_ratio = 0;
+    for (size_t ti = 0; ti < 4; ti++) {
+        const inf_dtype type = types[ti];
+        const int64_t *cols_list = type == INF_DTYPE_Q8_0 ? q8_cols : f_cols;
+        const size_t n_cols = type == INF_DTYPE_Q8_0 ? 3 : 6;
+        for (size_t ri = 0; ri < sizeof rows_list / sizeof *rows_list; ri++)
+            for (size_t ci = 0; ci < n_cols; ci++)
+                for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+                    /* the larger token counts on a subset of shapes keep the suite quick */
+                    if (ns[ni] > 9 && (ri % 2 || ci % 2)) continue;
+                    test_matmul_case(s, type, rows_list[ri], cols_list[ci], ns[ni]);
+                }
+        test_matmul_case(s, type, 33, type == INF_DTYPE_Q8_0 ? 64 : 50, 300);
+    }
+    printf("%s matmul: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
+}
+
+/* ------------------------------------------------------------------ row and element ops */
+
+typedef struct elem_case {
+    const float *x, *w, *b;
+    int n_rows, dim;
+    int n_tok, n_heads, head_dim, pos0;
+    size_t n;
+} elem_case;
+
+static void run_rmsnorm(const inf_ops *ops, void *ctx, float *out) {
+    elem_case *c = ctx;
+    ops->rmsnorm(ops, out, c->x, c->w, c->n_rows, c->dim, 1e-6f);
+}
+
+static void run_rope(const inf_ops *ops, void *ctx, float *out) {
+    elem_case *c = ctx;
+    memcpy(out, c->x, c->n * sizeof(float));
+    ops->rope_neox(ops, out, c->n_tok, c->n_heads, c->head_dim, c->pos0, 1e6f);
+}
+
+static void run_swiglu(const inf_ops *ops, void *ctx, float *out) {
+    elem_case *c = ctx;
+    ops->swiglu(ops, out, c->x, c->b, c->n);
+}
+
+static void run_add(const inf_ops *ops, void *ctx, float *out) {
+    elem_case *c = ctx;
+    memcpy(out, c->x, c->n * sizeof(float));
+    ops->add(ops, out, c->b, c->n);
+}
+
+/* |got - want| <= rel·|want| + abs per element (0, 0: bit-identical). */
+static void compare(const float *got, const float *want, size_t n, double rel, double abs_tol) {
+    bool exact = rel == 0 && abs_tol == 0;
+    if (exact) {
+        TEST_CHECK(memcmp(got, want, n * sizeof(float)) == 0, "not bit-identical to ref");
+        return;
+    }
+    int reported = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double err = fabs((double)got[i] - want[i]), budget = rel * fabs((double)want[i]) + abs_tol;
+        note_ratio(err, budget);
+        if (err > budget && reported++ < 3)
+            TEST_CHECK(false, "[%zu] %.9g vs ref %.9g (budget %.3g)", i, (double)got[i], (double)want[i], budget);
+    }
+    TEST_CHECK(true, "compare");
+}
+
+static void test_elementwise(const isa_ops *s) {
+    const bool ref_isa = s->isa == INF_ISA_REF;
+    char label[160];
+    worst_ratio = 0;
+    static const int dims[] = {1, 7, 16, 100, 1024};
+    static const int row_counts[] = {1, 3, 40, 300};
+    for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
+        for (size_t ri = 0; ri < sizeof row_counts / sizeof *row_counts; ri++) {
+            const int dim = dims[di], n_rows = row_counts[ri];
+            begin(label, sizeof label, s, "rmsnorm dim=%d rows=%d", dim, n_rows);
+            const size_t n = (size_t)dim * n_rows;
+            float *x = malloc(n * sizeof(float)), *w = malloc((size_t)dim * sizeof(float));
+            fill_uniform(x, n, -3.0f, 3.0f);
+            fill_uniform(w, (size_t)dim, 0.5f, 1.5f);
+            elem_case c = {.x = x, .w = w, .n_rows = n_rows, .dim = dim};
+            float *want = alloc_out(n), *got = alloc_out(n);
+            REF->rmsnorm(REF, want, x, w, n_rows, dim, 1e-6f);
+            run_all_threads(s, run_rmsnorm, &c, got, n);
+            compare(got, want, n, ref_isa ? 0 : 4 * 0x1p-24, 0);
+            free(x), free(w), free(want), free(got);
+        }
+
+    static const int head_dims[] = {2, 8, 64, 128};
+    static const int tok_counts[] = {1, 5, 65};
+    static const int pos0s[] = {0, 7, 3000};
+    for (size_t hi = 0; hi < sizeof head_dims / sizeof *head_dims; hi++)
+        for (size_t ti = 0; ti < sizeof tok_counts / sizeof *tok_counts; ti++)
+            for (size_t pi = 0; pi < sizeof pos0s / sizeof *pos0s; pi++) {
+                const int hd = head_dims[hi], n_tok = tok_counts[ti], heads = 3;
+                begin(label, sizeof label, s, "rope head_dim=%d n_tok=%d pos0=%d", hd, n_tok, pos0s[pi]);
+                const size_t n = (size_t)n_tok * heads * hd;
+                float *x = malloc(n * sizeof(float));
+                fill_uniform(x, n, -2.0f, 2.0f);
+                elem_case c = {.x = x, .n_tok = n_tok, .n_heads = heads, .head_dim = hd, .pos0 = pos0s[pi], .n = n};
+                float *want = alloc_out(n), *got = alloc_out(n);
+                run_rope(REF, &c, want);
+                run_all_threads(s, run_rope, &c, got, n);
+                compare(got, want, n, 0, 0);
+                /* the same positions again: a backend may cache the angle table */
+                run_rope(s->ops[0], &c, got);
+                compare(got, want, n, 0, 0);
+                free(x), free(want), free(got);
+            }
+
+    static const size_t lens[] = {1, 15, 17, 1000, 40000};
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        const size_t n = lens[li];
+        float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+        fill_uniform(a, n, -20.0f, 20.0f);
+        fill_uniform(b, n, -2.0f, 2.0f);
+        if (n > 2) a[0] = -100.0f, a[1] = 100.0f; /* exp's clamps */
+        elem_case c = {.x = a, .b = b, .n = n};
+        float *want = alloc_out(n), *got = alloc_out(n);
+
+        begin(label, sizeof label, s, "swiglu n=%zu", n);
+        REF->swiglu(REF, want, a, b, n);
+        run_all_threads(s, run_swiglu, &c, got, n);
+        compare(got, want, n, ref_isa ? 0 : 12 * 0x1p-24, ref_isa ? 0 : 1e-30);
+
+        begin(label, sizeof label, s, "add n=%zu", n);
+        memcpy(want, a, n * sizeof(float));
+        REF->add(REF, want, b, n);
+        run_all_threads(s, run_add, &c, got, n);
+        compare(got, want, n, 0, 0);
+
+        begin(label, sizeof label, s, "argmax n=%zu", n);
+        a[n / 2] = 50.0f, a[n - 1] = 50.0f; /* a tie: the first wins */
+        TEST_CHECK(s->ops[0]->argmax(s->ops[0], a, (int)n) == REF->argmax(REF, a, (int)n), "argmax differs");
+        if (n > 3) a[2] = NAN;
+        TEST_CHECK(s->ops[0]->argmax(s->ops[0], a, (int)n) == REF->argmax(REF, a, (int)n), "argmax with NaN differs");
+        free(a), free(b), free(want), free(got);
+    }
+    printf("%s element-wise: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
+}
+
+/* ------------------------------------------------------------------ KV store and attention */
+
+typedef struct attn_case {
+    inf_attn_shape sh;
+    const float *q;
+    inf_kv_view k, v;
+} attn_case;
+
+static void run_decode(const inf_ops *ops, void *ctx, float *out) {
+    attn_case *c = ctx;
+    ops->attn_decode(ops, &c->sh, c->q, &c->k, &c->v, out);
+}
+
+static void run_prefill(const inf_ops *ops, void *ctx, float *out) {
+    attn_case *c = ctx;
+    ops->attn_prefill(ops, &c->sh, c->q, &c->k, &c->v, out);
+}
+
+/* Fills positions [0, n_pos) of both caches through ops->kv_store (checked
+ * against the reference store), values in [-1, 1]. */
+static void fill_cache(const isa_ops *s, attn_case *c, int n_pos, int kv_dim, void *kref, void *vref) {
+    float *k = malloc((size_t)n_pos * kv_dim * sizeof(float)), *v = malloc((size_t)n_pos * kv_dim * sizeof(float));
+    fill_uniform(k, (size_t)n_pos * kv_dim, -1.0f, 1.0f);
+    fill_uniform(v, (size_t)n_pos * kv_dim, -1.0f, 1.0f);
+    const size_t bytes = (size_t)n_pos * kv_dim * (c->k.type == INF_KV_F16 ? 2 : 4);
+    /* in two calls, as a prefill and a decode step would */
+    const int first = n_pos > 1 ? n_pos - 1 : n_pos;
+    s->ops[1]->kv_store(s->ops[1], &c->k, &c->v, k, v, first, 0, kv_dim);
+    if (first < n_pos)
+        s->ops[1]->kv_store(s->ops[1], &c->k, &c->v, k + (size_t)first * kv_dim, v + (size_t)first * kv_dim, 1, first,
+                            kv_dim);
+    inf_kv_view kr = c->k, vr = c->v;
+    kr.data = kref, vr.data = vref;
+    REF->kv_store(REF, &kr, &vr, k, v, n_pos, 0, kv_dim);
+    TEST_CHECK(memcmp(c->k.data, kref, bytes) == 0 && memcmp(c->v.data, vref, bytes) == 0,
+               "kv_store differs from ref");
+    free(k), free(v);
+}
+
+static void test_attention_case(const isa_ops *s, inf_kv_type kv, int n_head, int n_head_kv, int hd, int pos0,
+                                int n_tok) {
+    char label[200];
+    begin(label, sizeof label, s, "attention kv=%s heads=%d/%d hd=%d pos0=%d n_tok=%d", kv == INF_KV_F16 ? "f16" : "f32",
+          n_head, n_head_kv, hd, pos0, n_tok);
+    const int n_pos = pos0 + n_tok, kv_dim = n_head_kv * hd;
+    const size_t elem = kv == INF_KV_F16 ? 2 : 4, cache_bytes = (size_t)n_pos * kv_dim * elem;
+    attn_case c = {.sh = {.n_tok = n_tok, .pos0 = pos0, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd,
+                          .scale = 1.0f / sqrtf((float)hd)}};
+    c.k = (inf_kv_view){.data = alloc_bytes(cache_bytes), .type = kv, .pos_stride = (size_t)kv_dim};
+    c.v = (inf_kv_view){.data = alloc_bytes(cache_bytes), .type = kv, .pos_stride = (size_t)kv_dim};
+    void *kref = alloc_bytes(cache_bytes), *vref = alloc_bytes(cache_bytes);
+    fill_cache(s, &c, n_pos, kv_dim, kref, vref);
+    const size_t n = (size_t)n_tok * n_head * hd;
+    float *q = malloc(n * sizeof(float));
+    fill_uniform(q, n, -4.0f, 4.0f); /* scores of a few units: a peaked softmax */
+    c.q = q;
+    float *want = alloc_out(n), *got = alloc_out(n);
+    const double tol = s->isa == INF_ISA_REF ? 0 : 2e-6;
+    if (n_tok == 1) {
+        run_decode(REF, &c, want);
+        run_all_threads(s, run_decode, &c, got, n);
+        compare(got, want, n, 0, tol);
+    }
+    run_prefill(REF, &c, want);
+    run_all_threads(s, run_prefill, &c, got, n);
+    compare(got, want, n, 0, tol);
+    free(c.k.data), free(c.v.data), free(kref), free(vref), free(q), free(want), free(got);
+}
+
+static void test_attention(const isa_ops *s) {
+    worst_ratio = 0;
+    for (int kv = 0; kv < 2; kv++) {
+        const inf_kv_type type = kv ? INF_KV_F16 : INF_KV_F32;
+        /* decode at several depths (tile edges at 64) */
+        static const int depths[] = {0, 1, 15, 63, 64, 65, 200, 700};
+        for (size_t i = 0; i < sizeof depths / sizeof *depths; i++) {
+            test_attention_case(s, type, 4, 2, 64, depths[i], 1);
+            test_attention_case(s, type, 3, 3, 40, depths[i], 1);
+        }
+        test_attention_case(s, type, 16, 8, 128, 300, 1);
+        test_attention_case(s, type, 8, 1, 16, 90, 1); /* group of 8 */
+        /* prefill: token counts around tile and block edges, fresh and after a prefix */
+        static const int toks[] = {2, 17, 31, 32, 33, 64, 65, 130, 300};
+        for (size_t i = 0; i < sizeof toks / sizeof *toks; i++) {
+            test_attention_case(s, type, 4, 2, 64, 0, toks[i]);
+            if (toks[i] <= 65) test_attention_case(s, type, 6, 2, 24, 70, toks[i]);
+        }
+        test_attention_case(s, type, 16, 8, 128, 0, 100);
+        test_attention_case(s, type, 8, 1, 16, 5, 40); /* group of 8: several row chunks */
+        test_attention_case(s, type, 2, 2, 130, 64, 9); /* head_dim past 128 */
+    }
+    printf("%s attention: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
+}
+
+/* ------------------------------------------------------------------ backend selection */
+
+static void test_selection(void) {
+    test_begin("isa selection");
+    inf_isa isa;
+    TEST_CHECK(inf_isa_from_name("avx512", &isa) && isa == INF_ISA_AVX512, "parse avx512");
+    TEST_CHECK(!inf_isa_from_name("sse9", &isa), "unknown name accepted");
+    TEST_CHECK(inf_isa_supported(INF_ISA_REF), "ref must always be supported");
+    TEST_CHECK(inf_isa_supported(inf_isa_best()), "best ISA not supported");
+    inf_ops *ops = NULL;
+    inf_error err = {0};
+    TEST_CHECK(inf_ops_cpu_new(INF_ISA_REF, 0, &ops, &err) == INF_ERR_INVALID, "0 threads accepted");
+    for (int i = 0; i < INF_ISA_COUNT; i++) {
+        if (inf_isa_supported((inf_isa)i)) continue;
+        TEST_CHECK(inf_ops_cpu_new((inf_isa)i, 1, &ops, &err) == INF_ERR_UNSUPPORTED && strstr(err.msg, inf_isa_name((inf_isa)i)),
+                   "unsupported ISA %s accepted", inf_isa_name((inf_isa)i));
+    }
+    TEST_CHECK(inf_ops_cpu_new(INF_ISA_REF, 2, &ops, &err) == INF_OK && strcmp(ops->name, "ref") == 0, "ref backend");
+    inf_ops_cpu_free(ops);
+
+    setenv("INFERNO_ISA", "bogus", 1);
+    TEST_CHECK(inf_isa_select(&isa, &err) == INF_ERR_INVALID && strstr(err.msg, "bogus"), "bad INFERNO_ISA accepted");
+    setenv("INFERNO_ISA", "ref", 1);
+    TEST_CHECK(inf_isa_select(&isa, &err) == INF_OK && isa == INF_ISA_REF, "INFERNO_ISA=ref");
+    unsetenv("INFERNO_ISA");
+    TEST_CHECK(inf_isa_select(&isa, &err) == INF_OK && isa == inf_isa_best(), "default is the best ISA");
+}
+
+int main(void) {
+    REF = inf_ops_ref();
+    test_selection();
+    for (int i = 0; i < INF_ISA_COUNT; i++) {
+        if (!inf_isa_supported((inf_isa)i)) {
+            printf("%s: not supported on this CPU, skipped\n", inf_isa_name((inf_isa)i));
+            continue;
+        }
+        isa_ops s = {.isa = (inf_isa)i};
+        inf_error err = {0};
+        bool ok = true;
+        for (int t = 0; t < N_THREAD_COUNTS; t++) ok &= inf_ops_cpu_new(s.isa, t + 1, &s.ops[t], &err) == INF_OK;
+        if (TEST_CHECK(ok, "create %s backend: %s", inf_isa_name(s.isa), err.msg)) {
+            test_matmul(&s);
+            test_elementwise(&s);
+            test_attention(&s);
+        }
+        for (int t = 0; t < N_THREAD_COUNTS; t++) inf_ops_cpu_free(s.ops[t]);
+    }
+    return test_summary();
+}
