@@ -5,15 +5,9 @@
 # Broken model files are made from a tiny synthetic model: cut short, bytes
 # overwritten (a count, a tensor type), the architecture renamed.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
-INFERNO=${INFERNO:-build/inferno}
-pass=0
-fail=0
-tmp=$(mktemp -d)
+. tests/cli/lib.sh
 trap 'chmod -R u+rw "$tmp"; rm -rf "$tmp"' EXIT
 M="$tmp/tiny.gguf"
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # expect CODE PATTERN ARGS...: exit CODE, one stderr line matching PATTERN (grep -E)
 expect() {
@@ -114,4 +108,4 @@ for cmd in run chat info tokenize detokenize template bench synth logits; do
 done
 if "$INFERNO" --version | grep -Eq "^inferno [0-9]+\.[0-9]+\.[0-9]+$"; then ok; else bad "--version"; fi
 
-echo "$pass passed, $fail failed"
+finish

@@ -5,16 +5,8 @@
 # the table names the model, kernels and threads; usage errors give one line
 # on stderr and exit 2, a missing model exits 1. No speed is asserted.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
-INFERNO=${INFERNO:-build/inferno}
+. tests/cli/lib.sh
 MODEL=tests/data/golden/tiny-a-q8_0.gguf
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { if eval "$2"; then ok; else bad "$1"; fi; }
 
 # expect_exit WHAT CODE ARGS...: exit code and exactly one line on stderr
 expect_exit() {
@@ -77,5 +69,4 @@ check "table: a pp5 row" 'grep -q "^  pp5 " "$tmp/table"'
 check "table: a tg2 @ d3 row" 'grep -q "^  tg2 @ d3 " "$tmp/table"'
 check "table: peak RSS" 'grep -q "peak RSS" "$tmp/table"'
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

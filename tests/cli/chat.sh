@@ -7,16 +7,9 @@
 # the context fills, a message too long for the context, unknown commands.
 # The terminal side (libedit, Ctrl-C, Ctrl-D) is tests/cli/chat_pty.sh.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
-INFERNO=${INFERNO:-build/inferno}
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. tests/cli/lib.sh
 M="$tmp/tiny.gguf"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { if eval "$2"; then ok; else bad "$1"; fi; }
 chat() { timeout 60 "$INFERNO" chat -m "$M" "$@"; }
 # the Nth stats line's field: "[prompt P tokens: R reused from the cache, E evaluated | G generated, ..."
 stat_field() { grep "^\[prompt" "$1" | sed -n "$2p" | sed -n "s/^\[prompt \([0-9]*\) tokens: \([0-9]*\) reused.*, \([0-9]*\) evaluated | \([0-9]*\) generated.*/\\$3/p"; }
@@ -101,4 +94,4 @@ printf '{"messages":[{"role":"user","content":"line one\\nline two"}],"add_gener
     "$INFERNO" template -m "$M" | "$INFERNO" tokenize -m "$M" | tr ',' '\n' | wc -l >"$tmp/n_ml"
 check "backslash continues a message" '[ "$(stat_field "$tmp/ml_err" 1 1)" -eq "$(cat "$tmp/n_ml")" ]'
 
-echo "$pass passed, $fail failed"
+finish

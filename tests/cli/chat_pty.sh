@@ -7,19 +7,12 @@
 # goes on), Ctrl-D exiting with status 0, thinking shown dimmed.
 # Waits poll the screen with an upper bound; nothing depends on speed.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
-INFERNO=${INFERNO:-build/inferno}
-pass=0
-fail=0
-tmp=$(mktemp -d)
+. tests/cli/lib.sh
 export TMUX_TMPDIR="$tmp"
 T="tmux -L inferno-test -f /dev/null"
 trap '$T kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
 M="$tmp/tiny.gguf"
 BIN=$(cd "$(dirname "$INFERNO")" && pwd)/$(basename "$INFERNO")
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { if eval "$2"; then ok; else bad "$1"; fi; }
 
 if ! command -v tmux >/dev/null; then
     echo "FAIL: tmux is not installed (sh scripts/install-deps.sh)"
@@ -109,4 +102,4 @@ check "thinking dimmed (ESC[2m)" '$T capture-pane -p -e -t chat$S | grep -q "${e
 $T send-keys -t chat$S C-d
 wait_exit
 
-echo "$pass passed, $fail failed"
+finish

@@ -6,16 +6,9 @@
 # from -f and stdin, end-of-turn and context-full stops, Ctrl-C (SIGINT)
 # ending generation with the timings line and exit status 130.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
-INFERNO=${INFERNO:-build/inferno}
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. tests/cli/lib.sh
 M="$tmp/tiny.gguf"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { if eval "$2"; then ok; else bad "$1"; fi; }
 run() { timeout 60 "$INFERNO" run -m "$M" "$@"; }
 
 if ! "$INFERNO" synth -o "$M" --layers 1 --embd 64 --heads 2 --kv-heads 1 --head-dim 32 --ff 128 >/dev/null 2>"$tmp/err"; then
@@ -111,4 +104,4 @@ check "Ctrl-C: the text so far" '[ -s "$tmp/int_out" ]'
 check "Ctrl-C: says interrupted" 'grep -q "inferno run: interrupted" "$tmp/int_err"'
 check "Ctrl-C: the timings line" 'grep -q "^prompt 4 tokens | first token" "$tmp/int_err"'
 
-echo "$pass passed, $fail failed"
+finish

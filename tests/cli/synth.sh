@@ -4,15 +4,7 @@
 # golden tiny-a file) and loads with `inferno info`; an untied f16 model in
 # another geometry loads too. A few seconds.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
-INFERNO=${INFERNO:-build/inferno}
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { if eval "$2"; then ok; else bad "$1"; fi; }
+. tests/cli/lib.sh
 
 # expect_exit WHAT CODE PATTERN ARGS...: exit code, one stderr line matching PATTERN, no file
 expect_exit() {
@@ -56,5 +48,4 @@ if "$INFERNO" synth -o "$tmp/u.gguf" --type f16 --untied --layers 2 --embd 96 --
 check "untied f16 loads" '"$INFERNO" info -m "$tmp/u.gguf" >"$tmp/info" 2>&1 && grep -q "separate" "$tmp/info"'
 check "untied f16 gives logits" '"$INFERNO" logits -m "$tmp/u.gguf" --tokens 1,2,3 --top 3 | grep -q "\"top\""'
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -3,17 +3,9 @@
 # command is byte-identical to the expected file (nothing appended), and
 # usage/input errors give one line on stderr with exit code 2/1.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
-INFERNO=${INFERNO:-build/inferno}
+. tests/cli/lib.sh
 CONFIG=data/qwen3-tokenizer/tokenizer_config.json
 DIR=tests/data/chat
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { if eval "$2"; then ok; else bad "$1"; fi; }
 
 # expect_exit WHAT CODE CMD... : runs CMD (stdin as the caller redirects it),
 # checks the exit code and that stderr is exactly one error line (besides a
@@ -72,5 +64,4 @@ check "the error names the field" 'grep -q "messages\[0\].role: expected a strin
 printf '' >"$tmp/req"
 expect_exit "empty stdin" 1 "$INFERNO" template -m "$CONFIG" <"$tmp/req"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -6,16 +6,8 @@
 # printing the exact bytes (no newline added), and the tiny golden GGUF
 # giving llama.cpp's ids for its first prompt. About a second.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
-INFERNO=${INFERNO:-build/inferno}
+. tests/cli/lib.sh
 JSON=data/qwen3-tokenizer/tokenizer.json
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { if eval "$2"; then ok; else bad "$1"; fi; }
 
 # expect_exit WHAT CODE PATTERN COMMAND ARGS... (stdin from /dev/null unless redirected by the caller)
 expect_exit() {
@@ -69,5 +61,4 @@ GGUF=tests/data/golden/tiny-a-f32.gguf
 check "GGUF vocabulary: llama.cpp's ids for prompt p1" \
     '[ "$("$INFERNO" tokenize -m "$GGUF" "The quick brown fox jumps over the lazy dog.")" = "[785,3974,293,4830,282,5131,7784,82,916,279,1187,4246,5562,13]" ]'
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
