@@ -187,6 +187,12 @@ def main():
     tok_kvs, _ = tokenizer_kvs(chat_template='{%- if tools %}')
     seeds['tokenizer-only.gguf'] = gguf(tok_kvs, [])
 
+    # regression: a merge of two empty parts once did arithmetic on a NULL buffer (UBSan)
+    seeds['regress-empty-merge.gguf'] = gguf([('tokenizer.ggml.model', STR, 'gpt2'), ('tokenizer.ggml.pre', STR, 'qwen2'),
+                                              ('tokenizer.ggml.tokens', ARR, (STR, ['<|x|>'])),
+                                              ('tokenizer.ggml.token_type', ARR, (I32, [3])),
+                                              ('tokenizer.ggml.merges', ARR, (STR, [' ']))], [])
+
     for name, data in seeds.items():
         with open(os.path.join(out_dir, name), 'wb') as f:
             f.write(data)

@@ -14,12 +14,19 @@
  *                one-line message that starts with the path, in every mode.
  *   mutations    random byte flips must never crash (run under ASan/UBSan
  *                with `make SAN=1 build-san/tests/test_gguf`).
+ *   fuzz seeds   the committed seeds of the GGUF fuzz target
+ *                (tests/fuzz/corpus/fuzz_gguf/, written independently of
+ *                gguf.c by scripts/gen-fuzz-seeds.py) open alike in all
+ *                three modes; the model seeds load; the regress-* inputs,
+ *                which once crashed or hit undefined behaviour under the
+ *                fuzzer, fail cleanly.
  */
 #include "harness.h"
 
 #include "core/dtype.h"
 #include "io/gguf.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -764,6 +771,52 @@ static void test_mutations(void) {
     printf("mutations: %d of %d mutants still opened (values changed but valid)\n", opened, n_mutants);
 }
 
+static void test_fuzz_seeds(void) {
+    test_begin("fuzz seeds");
+    static const char dir_path[] = "tests/fuzz/corpus/fuzz_gguf";
+    DIR *dir = opendir(dir_path);
+    if (!TEST_CHECK(dir != NULL, "cannot open %s (run from the repository root)", dir_path)) return;
+    int n_seeds = 0, n_models = 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        const char *name = e->d_name;
+        size_t len = strlen(name);
+        if (len < 5 || strcmp(name + len - 5, ".gguf")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir_path, name);
+        n_seeds++;
+        inf_status st[3];
+        for (int mode = 0; mode < 3; mode++) {
+            gguf_file *f = NULL;
+            inf_error err = {0};
+            st[mode] = gguf_open(path, (gguf_open_mode)mode, &f, &err);
+            TEST_CHECK(st[mode] == INF_OK, "%s: mode %d: %s", name, mode, err.msg);
+            gguf_close(f);
+        }
+        TEST_CHECK(st[0] == st[1] && st[1] == st[2], "%s: modes disagree", name);
+
+        inf_tokenizer *tok = NULL;
+        inf_error err = {0};
+        inf_status tok_st = inf_tokenizer_load(path, &tok, &err);
+        inf_tokenizer_free(tok);
+        inf_load_options opt;
+        inf_load_options_default(&opt);
+        opt.n_threads = 1;
+        inf_model *model = NULL;
+        inf_status model_st = inf_model_load(path, &opt, &model, &err);
+        inf_model_free(model);
+        if (!strncmp(name, "model-", 6)) {
+            n_models++;
+            TEST_CHECK(model_st == INF_OK, "%s: the model seed does not load: %s", name, err.msg);
+        } else if (!strcmp(name, "regress-empty-merge.gguf")) {
+            /* a merge of two empty parts: once arithmetic on a NULL buffer */
+            TEST_CHECK(tok_st == INF_ERR_FORMAT, "%s: tokenizer status %s", name, inf_status_name(tok_st));
+        }
+    }
+    closedir(dir);
+    TEST_CHECK(n_seeds >= 6 && n_models >= 3, "%d seeds, %d models found", n_seeds, n_models);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/inferno-test-gguf-XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -775,6 +828,7 @@ int main(void) {
     test_getters();
     test_corrupt();
     test_mutations();
+    test_fuzz_seeds();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -153,7 +153,7 @@ size_t uni_utf8_encode(uint32_t cp, char *out) {
 bool uni_buf_reserve(uni_buf *b, size_t extra) {
     size_t want;
     if (__builtin_add_overflow(b->len, extra, &want)) return false;
-    if (want <= b->cap) return true;
+    if (want <= b->cap && b->data) return true;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < want) {
         if (__builtin_mul_overflow(cap, 2, &cap)) return false;

@@ -110,7 +110,8 @@ typedef struct uni_buf {
     size_t len, cap;
 } uni_buf;
 
-/* Ensures room for extra more bytes; false on allocation failure or overflow. */
+/* Ensures room for extra more bytes; false on allocation failure or overflow.
+ * On success data is never NULL (even for extra 0), so data + len is valid. */
 bool uni_buf_reserve(uni_buf *b, size_t extra);
 
 /* True when NFC(s) == s is certain from the quick check (no code point of s

@@ -12,7 +12,11 @@
  * out_len bytes of valid UTF-8 with a NUL after them (the
  * tokenizer refuses anything else). Crashes, leaks and undefined
  * behaviour abort. The input is also tried as template source, which only
- * selects a renderer.
+ * selects a renderer, and read from an in-memory file as the two small JSON
+ * files that sit beside a model: a tokenizer_config.json (its template must
+ * then render a plain request) and a generation_config.json (the sampling
+ * parameters read from it must be accepted by inf_sampler_new, and the
+ * sampler must pick a token in the vocabulary).
  */
 #include "fuzz_common.h"
 
@@ -22,6 +26,7 @@
 #include <string.h>
 
 static inf_chat_template *qwen3, *chatml;
+static fuzz_file config;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -33,6 +38,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
                "fallback template: %s", err.msg);
     FUZZ_CHECK(strcmp(inf_chat_template_describe(qwen3), inf_chat_template_describe(chatml)) != 0,
                "the fallback template was taken for Qwen3's");
+    fuzz_file_init(&config, "config.json");
     return 0;
 }
 
@@ -52,6 +58,36 @@ static inf_status render(const inf_chat_template *tmpl, const uint8_t *data, siz
     return st;
 }
 
+/* The input as tokenizer_config.json and as generation_config.json. */
+static void load_configs(const uint8_t *data, size_t size) {
+    fuzz_file_set(&config, data, size);
+    inf_chat_template *tmpl = NULL;
+    inf_error err;
+    if (inf_chat_template_load(config.path, &tmpl, &err) == INF_OK) {
+        static const char request[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+        char *out = NULL;
+        size_t out_len;
+        inf_status st = inf_chat_template_render(tmpl, request, sizeof request - 1, &out, &out_len, &err);
+        FUZZ_CHECK(st == INF_OK, "a loaded template cannot render a plain request: %s", err.msg);
+        free(out);
+        inf_chat_template_free(tmpl);
+    }
+
+    enum { N_VOCAB = 16 };
+    inf_sampler_params params;
+    inf_sampler_params_default(&params);
+    if (inf_sampler_params_from_generation_config(config.path, &params, &err) != INF_OK) return;
+    inf_sampler *sampler = NULL;
+    inf_status st = inf_sampler_new(N_VOCAB, &params, &sampler, &err);
+    FUZZ_CHECK(st == INF_OK, "parameters read from a generation_config.json are refused: %s", err.msg);
+    float logits[N_VOCAB];
+    for (int i = 0; i < N_VOCAB; i++) logits[i] = (float)((i * 7) % 5) - 2.0f;
+    inf_sampler_accept(sampler, 3);
+    int32_t id = inf_sampler_sample(sampler, logits);
+    FUZZ_CHECK(id >= 0 && id < N_VOCAB, "sampled id %d", id);
+    inf_sampler_free(sampler);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     inf_status q = render(qwen3, data, size);
     inf_status c = render(chatml, data, size);
@@ -69,5 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         inf_chat_template_free(tmpl);
     }
     free(source);
+
+    load_configs(data, size);
     return 0;
 }

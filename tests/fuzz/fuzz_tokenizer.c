@@ -70,11 +70,15 @@ static bool utf8proc_valid(const uint8_t *s, size_t len) {
 
 static bool is_hangul_syllable(utf8proc_int32_t cp) { return cp >= 0xAC00 && cp <= 0xD7A3; }
 
-/* True when both tables agree on every code point of valid UTF-8 s. */
+/* True when both tables agree on every code point of valid UTF-8 s, and
+ * utf8proc is not known to be wrong on it: utf8proc 2.8 deletes U+11A7
+ * (the jamo just before the trailing consonants) after an LV syllable,
+ * where Python's unicodedata and Hugging Face keep it. */
 static bool nfc_tables_agree(const uint8_t *s, size_t len) {
     for (size_t i = 0; i < len;) {
         utf8proc_int32_t cp;
         i += (size_t)utf8proc_iterate(s + i, (utf8proc_ssize_t)(len - i), &cp);
+        if (cp == 0x11A7) return false;
         const utf8proc_property_t *p = utf8proc_get_property(cp);
         bool decomposes = p->decomp_type == 0 && p->decomp_seqindex != UINT16_MAX && !is_hangul_syllable(cp);
         if (p->combining_class != tok_ccc[cp] || decomposes != (tok_decomp[cp] != 0)) return false;
