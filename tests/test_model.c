@@ -175,12 +175,13 @@ static void check_prefill_equals_decode(const geometry *g) {
         TEST_CHECK(worst <= g->tol, "%s: prefill vs decode differ by %.3g (tol %.3g), first at token %d",
                    g->name, worst, g->tol, first_bad);
         printf("  %-34s %3d tokens: prefill vs decode max|d| %.2e\n", g->name, n, worst);
-        /* the last-row mode gives the last row of the all-rows mode */
+        /* the last-row mode gives the last row of the all-rows mode (up to the
+         * summation order of a matrix-vector vs a matrix-matrix kernel) */
         TEST_CHECK(inf_session_truncate(a, 0, &err) == INF_OK, "truncate");
         TEST_CHECK(inf_session_eval(a, ids, n, INF_LOGITS_LAST, one, &err) == INF_OK, "prefill last");
         double d_last = 0;
         for (int v = 0; v < V; v++) d_last = fmax(d_last, fabs((double)one[v] - all[(size_t)(n - 1) * V + v]));
-        TEST_CHECK(d_last == 0, "%s: LOGITS_LAST differs from the last row of LOGITS_ALL by %.3g", g->name, d_last);
+        TEST_CHECK(d_last <= g->tol, "%s: LOGITS_LAST differs from the last row of LOGITS_ALL by %.3g", g->name, d_last);
     }
     free(ids);
     free(all);
