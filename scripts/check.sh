@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-TSAN_TESTS=${TSAN_TESTS:-test_pool}
+TSAN_TESTS=${TSAN_TESTS:-test_pool test_threads}
 pass=0
 fail=0
 for variant in plain san; do

@@ -136,8 +136,7 @@ static int split_tasks(const cpu_backend *c, int64_t units, int64_t min_units, i
 }
 
 /* Work below this many units (multiply-adds, or elements touched) runs in
- * the calling thread: a dispatch costs microseconds, and with more threads
- * than free cores a descheduled worker can stall it far longer. */
+ * the calling thread: a dispatch costs microseconds. */
 enum { PARALLEL_MIN_WORK = 1 << 17 };
 
 /* Runs tasks 0..tasks-1 of fn on the pool, or in the calling thread (as
@@ -224,8 +223,11 @@ static void ref_matmul_task(void *ctx, int task, int thread) {
     }
 }
 
-/* Weight bytes a decode task should stream at least (~10 µs of reads). */
-enum { MATVEC_MIN_TASK_BYTES = 256 * 1024 };
+/* Weight bytes a decode task streams at least (~5 µs of reads), and tasks
+ * per thread at most: many small tasks cost one atomic claim each and keep
+ * the threads finishing together even when one of them is slowed down
+ * (another process on its core, or the caller's serial work). */
+enum { MATVEC_MIN_TASK_BYTES = 128 * 1024, MATVEC_TASKS_PER_THREAD = 16 };
 
 static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
                        void *scratch) {
@@ -236,7 +238,7 @@ static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x,
 
     if (!c->k || !c->k->matvec) {
         if (n == 1) {
-            j.tasks = split_tasks(c, w->rows, min_rows, 4);
+            j.tasks = split_tasks(c, w->rows, min_rows, MATVEC_TASKS_PER_THREAD);
             if (j.tasks > 1 && !ensure_tmp(c, (size_t)w->cols * sizeof(float))) j.tasks = 1;
             if (j.tasks == 1) {
                 c->ref->matmul(c->ref, w, x, n, y, scratch);
@@ -260,7 +262,7 @@ static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x,
         run_tasks(c, j.tasks, gemm_task, &j, work);
         return;
     }
-    j.tasks = split_tasks(c, w->rows, min_rows, 4);
+    j.tasks = split_tasks(c, w->rows, min_rows, MATVEC_TASKS_PER_THREAD);
     run_tasks(c, j.tasks, matvec_task, &j, work);
 }
 

@@ -11,19 +11,27 @@
  * Thread-count independence: a kernel must compute each output element by
  * the same operations wherever the element falls in the task's range (no
  * special remainder arithmetic), so any split gives bit-identical results.
+ * Token-count independence is not promised: a matmul of one token (matvec)
+ * and of many (gemm) sum in different orders, so the last row of a
+ * many-token product may differ from the same row computed alone by
+ * rounding (~1e-6 relative), except for Q8_0 on AVX-512 where the gemm
+ * keeps ref.c's order.
  *
  * Numerics against ref.c (the budgets tests/test_kernels.c enforces):
  *   - matmul Q8_0: activations quantized exactly as inf_quantize_row_q8_0,
  *     integer block dots exact; gemm applies the scales and sums the blocks
- *     in ref's order (bit-identical); matvec sums scaled lanes in another
- *     order (relative error ~1e-6 of the sum of |terms|).
+ *     in ref's order (bit-identical); matvec scales lanes of partial dots
+ *     and sums them in another order.
  *   - matmul F32/F16/BF16: the same rounded operands and exact products,
- *     summed in f32 lanes instead of a double (~1e-6 relative); VDPBF16PS
- *     also flushes bf16 subnormals (below 1e-38) to zero.
+ *     summed in f32 lanes instead of a double; VDPBF16PS also flushes bf16
+ *     subnormals (below 1e-38) to zero.
+ *     Both: |y - ref| <= (cols/8 + 16) * 2^-24 * sum |w_i x_i|.
  *   - attention: scores and outputs summed in f32 lanes, exp by a
- *     polynomial within 2 ulp of expf, softmax rescaled per tile (~1e-6).
- *   - rmsnorm, rope, add, kv_store, argmax: bit-identical. swiglu: exp by
- *     the polynomial (~2 ulp).
+ *     polynomial within 2 ulp of expf, softmax rescaled per tile of 64 keys
+ *     (ref's decode rescales per key): |o - ref| <= 2e-6 * max |v|.
+ *   - rmsnorm: the same exact double squares summed in another order
+ *     (4 * 2^-24 relative, usually identical); swiglu: vector exp
+ *     (12 * 2^-24 relative); rope, add, kv_store, argmax: bit-identical.
  */
 #ifndef INF_BACKEND_KERNELS_H
 #define INF_BACKEND_KERNELS_H

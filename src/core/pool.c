@@ -1,19 +1,24 @@
 /*
  * pool.c — the persistent thread pool (see pool.h for the contract).
  *
- * Synchronization: the caller publishes (fn, ctx, n_tasks), resets the
- * task counter and the count of busy workers, then bumps `generation`
- * (release) under the mutex and broadcasts if anyone sleeps. A worker that
- * sees a new generation (acquire) claims tasks until the counter passes
- * n_tasks, then decrements `busy`. The caller runs tasks too and returns
- * once `busy` reaches zero, so no worker can still be touching the
- * previous job when the next one is published.
+ * Synchronization: the caller publishes (fn, ctx), zeroes `done`, then
+ * stores `claim` = (n_tasks << 32 | next task 0) (release), and bumps
+ * `generation` under the mutex, broadcasting if anyone sleeps. Every
+ * thread claims tasks with one fetch-add on `claim` (acquire): the count
+ * and the index come from the same word, so a claim is valid (index <
+ * count) only for the job that word belongs to, and fn/ctx cannot change
+ * while a valid claim runs. Each finished task increments `done`
+ * (release); the caller runs tasks too and returns once `done` reaches
+ * n_tasks. It never waits for a worker that has not started: a worker
+ * that wakes late (descheduled by the OS while other processes load the
+ * cores) finds the job's claims used up, or takes part in the next job.
  */
 #include "core/pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /* Spin iterations before a worker sleeps (~1 ms): decode issues hundreds of
@@ -40,18 +45,21 @@ struct inf_pool {
     int sleepers;             /* guarded by mutex */
     atomic_uint generation;   /* bumped once per job */
     atomic_bool stop;
-    atomic_int next_task;
-    atomic_int busy;          /* workers not yet done with the current job */
-    /* the current job, published before generation is bumped */
+    _Atomic uint64_t claim;   /* n_tasks << 32 | next task index */
+    atomic_int done;          /* finished tasks of the current job */
+    /* the current job, published before `claim` */
     inf_pool_fn fn;
     void *ctx;
-    int n_tasks;
 };
 
 static void run_tasks(inf_pool *p, int thread) {
-    int t;
-    while ((t = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed)) < p->n_tasks)
-        p->fn(p->ctx, t, thread);
+    for (;;) {
+        const uint64_t c = atomic_fetch_add_explicit(&p->claim, 1, memory_order_acquire);
+        const uint32_t n_tasks = (uint32_t)(c >> 32), task = (uint32_t)c;
+        if (task >= n_tasks) return;
+        p->fn(p->ctx, (int)task, thread);
+        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+    }
 }
 
 static void *worker_main(void *arg) {
@@ -78,7 +86,6 @@ static void *worker_main(void *arg) {
         if (atomic_load(&p->stop)) break;
         seen = gen;
         run_tasks(p, wa->index);
-        atomic_fetch_sub_explicit(&p->busy, 1, memory_order_release);
     }
     return NULL;
 }
@@ -92,8 +99,8 @@ inf_pool *inf_pool_new(int n_threads) {
     pthread_cond_init(&p->wake, NULL);
     atomic_init(&p->generation, 0);
     atomic_init(&p->stop, false);
-    atomic_init(&p->next_task, 0);
-    atomic_init(&p->busy, 0);
+    atomic_init(&p->claim, 0);
+    atomic_init(&p->done, 0);
     if (n_threads > 1) {
         p->threads = calloc((size_t)n_threads, sizeof *p->threads);
         p->args = calloc((size_t)n_threads, sizeof *p->args);
@@ -139,13 +146,12 @@ void inf_pool_run(inf_pool *p, int n_tasks, inf_pool_fn fn, void *ctx) {
     }
     p->fn = fn;
     p->ctx = ctx;
-    p->n_tasks = n_tasks;
-    atomic_store_explicit(&p->next_task, 0, memory_order_relaxed);
-    atomic_store_explicit(&p->busy, p->n_threads - 1, memory_order_relaxed);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->claim, (uint64_t)n_tasks << 32, memory_order_release);
     pthread_mutex_lock(&p->mutex);
     atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     if (p->sleepers) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mutex);
     run_tasks(p, 0);
-    while (atomic_load_explicit(&p->busy, memory_order_acquire) > 0) cpu_relax();
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < n_tasks) cpu_relax();
 }

@@ -7,10 +7,12 @@
  * that raises m rescales l and o by exp(m_old - m_new) once. This is ref.c's
  * prefill algorithm; ref's decode rescales per key instead (same result up
  * to rounding). Each K/V row is read from memory once per call for all the
- * query heads of the group (later heads re-read the tile from cache).
+ * query heads of the group.
  *
- * Decode (one query token): lanes run along head_dim; the 16 partial dot
- * vectors of 16 keys are summed and transposed at once (hsum16).
+ * Decode (one query token): lanes run along head_dim; the query heads are
+ * taken up to 8 at a time, and each key row, read once, is dotted with all
+ * of them: the 16 partial dot vectors of 16 / heads keys are summed across
+ * lanes at once (hsum16); each value row, read once, updates every head.
  * Prefill: lanes run along query rows (row = token x head of the group), so
  * a score tile is S^T[key][row] = Σ_d K[key][d] · Q^T[d][row] — all
  * vertical FMAs with the key element broadcast — the softmax max and sum
@@ -18,7 +20,8 @@
  * same way. Rows are processed 64 at a time (four vectors).
  *
  * The causal mask is a loop bound (per row: a lane mask on the tiles that
- * cross its last position). An f16 cache is widened tile by tile.
+ * cross its last position). An f16 cache is widened as it is loaded
+ * (decode) or tile by tile (prefill).
  */
 #include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
@@ -145,11 +148,14 @@ INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, s
                 for (int g = 0; g < G; g++) acc[g][w] = _mm512_maskz_loadu_ps(mk[w], o + (size_t)g * hd + i);
             }
             for (int j = 0; j < nj; j++) {
+                __m512 p[8];
+                _Pragma("GCC unroll 8")
+                for (int g = 0; g < G; g++) p[g] = _mm512_set1_ps(s[g * TILE + j]);
                 _Pragma("GCC unroll 8")
                 for (int w = 0; w < W; w++) {
                     const __m512 vv = row_load(vbase, row_bytes, j0 + j, i0 + 16 * w, mk[w], F16);
                     _Pragma("GCC unroll 8")
-                    for (int g = 0; g < G; g++) acc[g][w] = _mm512_fmadd_ps(_mm512_set1_ps(s[g * TILE + j]), vv, acc[g][w]);
+                    for (int g = 0; g < G; g++) acc[g][w] = _mm512_fmadd_ps(p[g], vv, acc[g][w]);
                 }
             }
             _Pragma("GCC unroll 8")
