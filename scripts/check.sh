@@ -1,7 +1,9 @@
 #!/bin/sh
 # The whole test suite: builds inferno twice — optimized, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer — and runs every test in
-# both builds. Ends with the combined "N passed, N failed" line.
+# both builds; then the thread pool under ThreadSanitizer and the arm64
+# kernels cross-built and run under qemu (scripts/check-arm64.sh; skipped
+# without the cross tools). Ends with the combined "N passed, N failed" line.
 set -u
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
@@ -42,5 +44,20 @@ for t in $TSAN_TESTS; do
         fail=$((fail + 1))
     fi
 done
+# The NEON kernels: an arm64 cross build under qemu-aarch64.
+echo "== arm64 build (build-arm64, qemu)"
+out=$(mktemp)
+JOBS="$JOBS" sh scripts/check-arm64.sh | tee "$out"
+line=$(tail -n 1 "$out")
+rm -f "$out"
+case "$line" in
+skipped:*) ;;
+*)
+    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    pass=$((pass + ${p:-0}))
+    fail=$((fail + ${f:-1}))
+    ;;
+esac
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -250,6 +250,8 @@ int main(void) {
         {"f32 KV heads = heads", 2, 64, 96, 4, 4, 16, true, INF_DTYPE_F32, 40, 1e-4},
         {"f32 head_dim*heads != hidden", 2, 96, 128, 4, 2, 32, true, INF_DTYPE_F32, 40, 1e-4},
         {"f32 320-token prompt", 2, 64, 96, 8, 2, 16, false, INF_DTYPE_F32, 320, 1e-4},
+        /* longer than one forward pass (QWEN3_UBATCH): two passes */
+        {"f32 1000-token prompt", 2, 64, 96, 4, 2, 16, true, INF_DTYPE_F32, 1000, 1e-4},
         {"f16 320-token prompt", 2, 64, 96, 4, 1, 32, true, INF_DTYPE_F16, 320, 1e-2},
         {"bf16 untied", 2, 64, 96, 4, 2, 16, false, INF_DTYPE_BF16, 70, 5e-2},
         /* Q8_0 re-quantizes every activation: a last-bit difference between the

@@ -462,7 +462,7 @@ static bool is_nearest_f16(uint16_t h, float x) {
 
 static void test_kv_store(const inf_ops *ops) {
     test_begin("kv_store");
-    enum { N_CTX = 20, KV_DIM = 2 * 16, N_TOK = 3, POS0 = 5 };
+    enum { N_CTX = 20, HEAD_DIM = 16, KV_DIM = 2 * HEAD_DIM, N_TOK = 3, POS0 = 5 };
     for (int type = INF_KV_F32; type <= INF_KV_F16; type++) {
         const size_t eb = type == INF_KV_F32 ? 4 : 2, bytes = (size_t)N_CTX * KV_DIM * eb;
         unsigned char *kc = xmalloc(bytes), *vc = xmalloc(bytes);
@@ -475,13 +475,15 @@ static void test_kv_store(const inf_ops *ops) {
         k[1] = 3e-8f;  /* rounds to the smallest f16 subnormal */
         k[2] = -0.0f;
         k[3] = 1.0f + 0x1p-11f; /* exact tie: rounds to even (1.0) */
-        inf_kv_view kv = {.data = kc, .type = (inf_kv_type)type, .pos_stride = KV_DIM};
-        inf_kv_view vv = {.data = vc, .type = (inf_kv_type)type, .pos_stride = KV_DIM};
-        ops->kv_store(ops, &kv, &vv, k, v, N_TOK, POS0, KV_DIM);
+        /* the model's layout: [head][N_CTX][HEAD_DIM] */
+        inf_kv_view kv = {.data = kc, .type = (inf_kv_type)type, .pos_stride = HEAD_DIM, .head_stride = N_CTX * HEAD_DIM};
+        inf_kv_view vv = kv;
+        vv.data = vc;
+        ops->kv_store(ops, &kv, &vv, k, v, N_TOK, POS0, KV_DIM / HEAD_DIM, HEAD_DIM);
         bool stored = true, untouched = true;
         for (int p = 0; p < N_CTX; p++)
             for (int i = 0; i < KV_DIM; i++) {
-                const size_t at = ((size_t)p * KV_DIM + i) * eb;
+                const size_t at = ((size_t)(i / HEAD_DIM) * N_CTX * HEAD_DIM + (size_t)p * HEAD_DIM + i % HEAD_DIM) * eb;
                 if (p < POS0 || p >= POS0 + N_TOK) {
                     for (size_t b = 0; b < eb; b++) untouched = untouched && kc[at + b] == 0xa5 && vc[at + b] == 0x5a;
                     continue;
@@ -579,9 +581,10 @@ static void attn_check(const inf_ops *ops, attn_case c, attn_worst *worst) {
     float *q = xmalloc(q_elems * sizeof(float));
     fill_uniform(q, q_elems, -4.0f, 4.0f);
     void *kc = xmalloc(kv_elems * eb), *vc = xmalloc(kv_elems * eb);
-    inf_kv_view kv = {.data = kc, .type = c.type, .pos_stride = (size_t)kv_dim};
-    inf_kv_view vv = {.data = vc, .type = c.type, .pos_stride = (size_t)kv_dim};
-    ops->kv_store(ops, &kv, &vv, k, v, n_keys, 0, kv_dim);
+    /* [n_keys][n_head_kv][hd] */
+    inf_kv_view kv = {.data = kc, .type = c.type, .pos_stride = (size_t)kv_dim, .head_stride = (size_t)hd};
+    inf_kv_view vv = {.data = vc, .type = c.type, .pos_stride = (size_t)kv_dim, .head_stride = (size_t)hd};
+    ops->kv_store(ops, &kv, &vv, k, v, n_keys, 0, c.n_head_kv, hd);
 
     const inf_attn_shape shape = {.n_tok = c.n_tok, .pos0 = c.pos0, .n_head = c.n_head,
                                   .n_head_kv = c.n_head_kv, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd)};
@@ -717,10 +720,10 @@ static void test_trace(void) {
     tr->embed(tr, &tw.w, ids, 2, e2);
     TEST_CHECK(memcmp(e1, e2, sizeof e1) == 0, "traced embed differs");
     float kc[4 * 32], vc[4 * 32], q[3 * 4 * 16], o1[3 * 4 * 16], o2[3 * 4 * 16];
-    inf_kv_view kv = {.data = kc, .type = INF_KV_F32, .pos_stride = 32};
-    inf_kv_view vv = {.data = vc, .type = INF_KV_F32, .pos_stride = 32};
+    inf_kv_view kv = {.data = kc, .type = INF_KV_F32, .pos_stride = 32, .head_stride = 16};
+    inf_kv_view vv = {.data = vc, .type = INF_KV_F32, .pos_stride = 32, .head_stride = 16};
     fill_uniform(q, 3 * 64, -1, 1);
-    tr->kv_store(tr, &kv, &vv, q, q + 64, 4, 0, 32);
+    tr->kv_store(tr, &kv, &vv, q, q + 64, 4, 0, 2, 16);
     const inf_attn_shape sh = {.n_tok = 3, .pos0 = 1, .n_head = 4, .n_head_kv = 2, .head_dim = 16, .scale = 0.25f};
     ref->attn_prefill(ref, &sh, q, &kv, &vv, o1);
     tr->attn_prefill(tr, &sh, q, &kv, &vv, o2);

@@ -3,6 +3,12 @@
  * that splits every op into tasks on the thread pool and runs one ISA's
  * kernels (kernels.h) on them.
  *
+ * ISAs by architecture: x86-64 has avx2 and avx512 (x86/, features from
+ * __builtin_cpu_supports), arm64 has neon (arm/, always present; its Q8_0
+ * matvec uses SDOT when the kernel reports the ARMv8.2 dot product in
+ * AT_HWCAP). The other architecture's tables are NULL, so its ISAs are
+ * unsupported; "ref" runs everywhere.
+ *
  * Splits: matmul by weight rows (decode: chunks sized to the thread count;
  * prefill: gemm row panels, each multiplied with every token), attention by
  * KV head (decode) and by KV head x query block (prefill, largest tasks
@@ -29,9 +35,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20) /* the bit in the arm64 kernel's uapi hwcap.h */
+#endif
+#endif
+
 /* ------------------------------------------------------------------ ISA selection */
 
-static const char *const isa_names[INF_ISA_COUNT] = {"ref", "avx2", "avx512"};
+static const char *const isa_names[INF_ISA_COUNT] = {"ref", "avx2", "avx512", "neon"};
 
 const char *inf_isa_name(inf_isa isa) {
     return (unsigned)isa < INF_ISA_COUNT ? isa_names[isa] : "?";
@@ -46,10 +59,20 @@ bool inf_isa_from_name(const char *name, inf_isa *out) {
     return false;
 }
 
+/* The ARMv8.2 dot product (SDOT), as the kernel reports it; false off Linux. */
+static bool cpu_has_dotprod(void) {
+#if defined(__aarch64__) && defined(__linux__)
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#else
+    return false;
+#endif
+}
+
 static const inf_kernels *isa_kernels(inf_isa isa) {
     switch (isa) {
     case INF_ISA_AVX2: return inf_kernels_avx2();
     case INF_ISA_AVX512: return inf_kernels_avx512();
+    case INF_ISA_NEON: return inf_kernels_neon(cpu_has_dotprod());
     default: return NULL;
     }
 }
@@ -65,6 +88,8 @@ bool inf_isa_supported(inf_isa isa) {
     return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+#elif defined(__aarch64__)
+    return isa == INF_ISA_NEON; /* Advanced SIMD is part of every AArch64 CPU */
 #else
     return false;
 #endif
@@ -83,7 +108,7 @@ inf_status inf_isa_select(inf_isa *out, inf_error *err) {
         return INF_OK;
     }
     if (!inf_isa_from_name(env, out))
-        return inf_errorf(err, INF_ERR_INVALID, "INFERNO_ISA=%s: unknown ISA (ref, avx2, avx512)", env);
+        return inf_errorf(err, INF_ERR_INVALID, "INFERNO_ISA=%s: unknown ISA (ref, avx2, avx512, neon)", env);
     if (!inf_isa_supported(*out))
         return inf_errorf(err, INF_ERR_UNSUPPORTED, "INFERNO_ISA=%s: this CPU (or build) lacks %s",
                           env, env);
@@ -266,6 +291,58 @@ static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x,
     run_tasks(c, j.tasks, matvec_task, &j, work);
 }
 
+/* Weights of one group (ops.h matmul_group) multiplied in one dispatch. */
+enum { MATMUL_GROUP_MAX = 4 };
+
+typedef struct group_job {
+    cpu_backend *c;
+    const inf_weight *const *w;
+    float *const *y;
+    int count;
+    int64_t total_rows; /* of all the weights, in order */
+    inf_act act;
+    int tasks;
+} group_job;
+
+/* A range of the concatenated rows, split at the weights' boundaries. */
+static void matvec_group_task(void *ctx, int task, int thread) {
+    (void)thread;
+    group_job *j = ctx;
+    int64_t g0, g1, base = 0;
+    task_range(j->total_rows, j->tasks, task, 16, &g0, &g1);
+    for (int i = 0; i < j->count && base < g1; i++) {
+        const int64_t rows = j->w[i]->rows;
+        const int64_t lo = INF_MAX(g0, base) - base, hi = INF_MIN(g1, base + rows) - base;
+        if (lo < hi) j->c->k->matvec(j->w[i], &j->act, lo, hi, j->y[i], (size_t)rows);
+        base += rows;
+    }
+}
+
+/* Decode-sized groups of weights of one type and width: the activations
+ * are prepared once and all rows split among the threads in one dispatch
+ * (one barrier instead of one per weight). Anything else: matmul each. */
+static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
+                             float *const *y, void *scratch) {
+    cpu_backend *c = cpu_of(self);
+    bool shared = c->k && c->k->matvec && count <= MATMUL_GROUP_MAX &&
+                  !(c->k->gemm && n >= c->k->gemm_min_tokens);
+    for (int i = 1; i < count && shared; i++) shared = w[i]->type == w[0]->type && w[i]->cols == w[0]->cols;
+    if (!shared) {
+        for (int i = 0; i < count; i++) cpu_matmul(self, w[i], x, n, y[i], scratch);
+        return;
+    }
+    matmul_job prep = {.c = c, .w = w[0], .x = x, .n = n, .scratch = scratch};
+    prep.act = (inf_act){.data = scratch, .stride = c->k->act_row_bytes(w[0]->type, w[0]->cols), .n = n};
+    prep.tasks = n >= 64 ? c->n_threads * 4 : 1;
+    run_tasks(c, prep.tasks, act_task, &prep, (double)w[0]->cols * n);
+
+    group_job j = {.c = c, .w = w, .y = y, .count = count, .act = prep.act};
+    for (int i = 0; i < count; i++) j.total_rows += w[i]->rows;
+    const int64_t min_rows = INF_MAX(16, MATVEC_MIN_TASK_BYTES / (int64_t)w[0]->row_bytes);
+    j.tasks = split_tasks(c, j.total_rows, min_rows, MATVEC_TASKS_PER_THREAD);
+    run_tasks(c, j.tasks, matvec_group_task, &j, (double)j.total_rows * (double)w[0]->cols * n);
+}
+
 /* ------------------------------------------------------------------ element-wise ops */
 
 /* Elements per task of the element-wise ops, and the size from which they
@@ -424,23 +501,24 @@ static void cpu_embed(const inf_ops *self, const inf_weight *emb, const int32_t 
 }
 
 static void cpu_kv_store(const inf_ops *self, const inf_kv_view *k_cache, const inf_kv_view *v_cache,
-                         const float *k, const float *v, int n_tok, int pos0, int n_kv_dim) {
+                         const float *k, const float *v, int n_tok, int pos0, int n_head_kv, int head_dim) {
     const cpu_backend *c = cpu_of(self);
     if (!c->k || !c->k->f32_to_f16) {
-        c->ref->kv_store(c->ref, k_cache, v_cache, k, v, n_tok, pos0, n_kv_dim);
+        c->ref->kv_store(c->ref, k_cache, v_cache, k, v, n_tok, pos0, n_head_kv, head_dim);
         return;
     }
     const inf_kv_view *caches[2] = {k_cache, v_cache};
     const float *src[2] = {k, v};
     for (int i = 0; i < 2; i++)
-        for (int t = 0; t < n_tok; t++) {
-            const float *s = src[i] + (size_t)t * (size_t)n_kv_dim;
-            const size_t at = (size_t)(pos0 + t) * caches[i]->pos_stride;
-            if (caches[i]->type == INF_KV_F32)
-                memcpy((float *)caches[i]->data + at, s, (size_t)n_kv_dim * sizeof(float));
-            else
-                c->k->f32_to_f16((uint16_t *)caches[i]->data + at, s, (size_t)n_kv_dim);
-        }
+        for (int t = 0; t < n_tok; t++)
+            for (int h = 0; h < n_head_kv; h++) {
+                const float *s = src[i] + ((size_t)t * n_head_kv + h) * (size_t)head_dim;
+                const size_t at = (size_t)(pos0 + t) * caches[i]->pos_stride + (size_t)h * caches[i]->head_stride;
+                if (caches[i]->type == INF_KV_F32)
+                    memcpy((float *)caches[i]->data + at, s, (size_t)head_dim * sizeof(float));
+                else
+                    c->k->f32_to_f16((uint16_t *)caches[i]->data + at, s, (size_t)head_dim);
+            }
 }
 
 /* ------------------------------------------------------------------ attention */
@@ -457,11 +535,11 @@ typedef struct attn_job {
     bool use_ref; /* run the reference op on sub-ranges */
 } attn_job;
 
-/* A view of one KV head of a cache (same positions, offset columns). */
-static inf_kv_view kv_head_view(const inf_kv_view *c, int kvh, int head_dim) {
+/* A view of KV head kvh of a cache as a cache of one head. */
+static inf_kv_view kv_head_view(const inf_kv_view *c, int kvh) {
     inf_kv_view v = *c;
     const size_t elem = c->type == INF_KV_F16 ? 2 : 4;
-    v.data = (char *)c->data + (size_t)kvh * (size_t)head_dim * elem;
+    v.data = (char *)c->data + (size_t)kvh * c->head_stride * elem;
     return v;
 }
 
@@ -476,7 +554,7 @@ static void decode_task(void *ctx, int task, int thread) {
     inf_attn_shape one = *j->sh;
     one.n_head = group;
     one.n_head_kv = 1;
-    const inf_kv_view kh = kv_head_view(j->k, task, hd), vh = kv_head_view(j->v, task, hd);
+    const inf_kv_view kh = kv_head_view(j->k, task), vh = kv_head_view(j->v, task);
     const size_t off = (size_t)task * (size_t)group * (size_t)hd;
     j->c->ref->attn_decode(j->c->ref, &one, j->q + off, &kh, &vh, j->out + off);
 }
@@ -558,6 +636,7 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
     c->ops = (inf_ops){
         .name = inf_isa_name(isa),
         .matmul = cpu_matmul,
+        .matmul_group = cpu_matmul_group,
         .rmsnorm = cpu_rmsnorm,
         .rope_neox = cpu_rope_neox,
         .swiglu = cpu_swiglu,

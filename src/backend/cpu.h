@@ -3,11 +3,13 @@
  * thread pool, with the kernels of one instruction set (ISA).
  *
  * ISAs: "ref" (the scalar reference ops of ref.c, threaded: bit-identical
- * to inf_ops_ref), "avx2" (AVX2 + FMA + F16C) and "avx512" (AVX-512
- * F/BW/VL/DQ + VNNI + BF16). One binary runs on any x86-64: a SIMD kernel is
- * only called when the CPU reports its features. Results never depend on
- * the thread count: every output element is computed by the same sequence
- * of operations whichever task and thread computes it.
+ * to inf_ops_ref), on x86-64 "avx2" (AVX2 + FMA + F16C) and "avx512"
+ * (AVX-512 F/BW/VL/DQ + VNNI + BF16), on arm64 "neon" (with the ARMv8.2 dot
+ * product for Q8_0 where the CPU has it). One binary runs on any CPU of its
+ * architecture: a SIMD kernel is only called when the CPU reports its
+ * features. Results never depend on the thread count: every output element
+ * is computed by the same sequence of operations whichever task and thread
+ * computes it.
  */
 #ifndef INF_BACKEND_CPU_H
 #define INF_BACKEND_CPU_H
@@ -18,10 +20,11 @@ typedef enum inf_isa {
     INF_ISA_REF = 0,
     INF_ISA_AVX2,
     INF_ISA_AVX512,
+    INF_ISA_NEON,
     INF_ISA_COUNT
 } inf_isa;
 
-/* "ref", "avx2", "avx512". */
+/* "ref", "avx2", "avx512", "neon". */
 const char *inf_isa_name(inf_isa isa);
 /* Parses a name as above; false when unknown. */
 bool inf_isa_from_name(const char *name, inf_isa *out);

@@ -95,5 +95,7 @@ typedef struct inf_kernels {
 /* The tables; NULL when the ISA is not compiled into this build. */
 const inf_kernels *inf_kernels_avx2(void);
 const inf_kernels *inf_kernels_avx512(void);
+/* dotprod: the CPU has the ARMv8.2 dot product (SDOT). */
+const inf_kernels *inf_kernels_neon(bool dotprod);
 
 #endif /* INF_BACKEND_KERNELS_H */

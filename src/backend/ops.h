@@ -42,11 +42,17 @@ typedef struct inf_weight {
     const void *data;  /* rows * row_bytes */
 } inf_weight;
 
-/* One layer's K or V cache as the attention ops read it. */
+/* One layer's K or V cache as the attention ops read it: the head_dim
+ * elements of (position p, KV head h) start at element
+ * p * pos_stride + h * head_stride of data. The model keeps each head's
+ * rows together ([n_head_kv][n_ctx][head_dim]: pos_stride = head_dim,
+ * head_stride = n_ctx * head_dim), so decode attention streams one
+ * contiguous block per head; tests also use [n_ctx][n_head_kv][head_dim]. */
 typedef struct inf_kv_view {
-    void *data;         /* [n_ctx][n_head_kv][head_dim] of type */
+    void *data;
     inf_kv_type type;
-    size_t pos_stride;  /* elements between consecutive positions (n_head_kv*head_dim) */
+    size_t pos_stride;  /* elements between consecutive positions of a head */
+    size_t head_stride; /* elements between consecutive KV heads at a position */
 } inf_kv_view;
 
 /* Geometry of one attention call. Query token i (0-based in this call) sits
@@ -69,6 +75,12 @@ struct inf_ops {
      * activations: at least n * w->cols * sizeof(float) bytes, 64-aligned. */
     void (*matmul)(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
                    void *scratch);
+
+    /* matmul of the same x with `count` weights (Q, K and V; gate and up):
+     * y[i][n][w[i]->rows] = x · w[i]^T, each exactly as matmul computes it;
+     * a backend may prepare x once and split all the rows in one dispatch. */
+    void (*matmul_group)(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
+                         float *const *y, void *scratch);
 
     /* y[r] = x[r] * w / sqrt(mean(x[r]^2) + eps) for each of n_rows rows of
      * length dim; y may alias x. Used for the block norms (dim = n_embd)
@@ -93,7 +105,7 @@ struct inf_ops {
     /* Stores k and v ([n_tok][n_head_kv][head_dim] f32) at positions
      * pos0 .. pos0+n_tok-1 of the caches, converting to the cache type. */
     void (*kv_store)(const inf_ops *self, const inf_kv_view *k_cache, const inf_kv_view *v_cache,
-                     const float *k, const float *v, int n_tok, int pos0, int n_kv_dim);
+                     const float *k, const float *v, int n_tok, int pos0, int n_head_kv, int head_dim);
 
     /* Decode attention for one token (shape->n_tok == 1): fused, one pass over
      * the cached rows per head with an online softmax.

@@ -177,37 +177,39 @@ static void ref_embed(const inf_ops *self, const inf_weight *emb, const int32_t 
     }
 }
 
-/* Writes src[n_tok][n_kv_dim] at positions pos0.. of one cache. */
-static void store_rows(const inf_kv_view *cache, const float *src, int n_tok, int pos0, int n_kv_dim) {
-    for (int t = 0; t < n_tok; t++) {
-        const float *s = src + (size_t)t * n_kv_dim;
-        const size_t at = (size_t)(pos0 + t) * cache->pos_stride;
-        if (cache->type == INF_KV_F32) {
-            memcpy((float *)cache->data + at, s, (size_t)n_kv_dim * sizeof(float));
-        } else {
-            inf_f16 *d = (inf_f16 *)cache->data + at;
-            for (int i = 0; i < n_kv_dim; i++) d[i] = inf_f32_to_f16(s[i]);
+/* Offset (in elements) of one head's row at one position of a cache. */
+static size_t kv_offset(const inf_kv_view *c, int pos, int kv_head) {
+    return (size_t)pos * c->pos_stride + (size_t)kv_head * c->head_stride;
+}
+
+/* Writes src[n_tok][n_head_kv][head_dim] at positions pos0.. of one cache. */
+static void store_rows(const inf_kv_view *cache, const float *src, int n_tok, int pos0, int n_head_kv,
+                       int head_dim) {
+    for (int t = 0; t < n_tok; t++)
+        for (int h = 0; h < n_head_kv; h++) {
+            const float *s = src + ((size_t)t * n_head_kv + h) * head_dim;
+            const size_t at = kv_offset(cache, pos0 + t, h);
+            if (cache->type == INF_KV_F32) {
+                memcpy((float *)cache->data + at, s, (size_t)head_dim * sizeof(float));
+            } else {
+                inf_f16 *d = (inf_f16 *)cache->data + at;
+                for (int i = 0; i < head_dim; i++) d[i] = inf_f32_to_f16(s[i]);
+            }
         }
-    }
 }
 
 static void ref_kv_store(const inf_ops *self, const inf_kv_view *k_cache, const inf_kv_view *v_cache,
-                         const float *k, const float *v, int n_tok, int pos0, int n_kv_dim) {
+                         const float *k, const float *v, int n_tok, int pos0, int n_head_kv, int head_dim) {
     (void)self;
-    store_rows(k_cache, k, n_tok, pos0, n_kv_dim);
-    store_rows(v_cache, v, n_tok, pos0, n_kv_dim);
+    store_rows(k_cache, k, n_tok, pos0, n_head_kv, head_dim);
+    store_rows(v_cache, v, n_tok, pos0, n_head_kv, head_dim);
 }
 
 /* ------------------------------------------------------------------ attention */
 
-/* Offset (in elements) of one head's row at one position of a cache. */
-static size_t kv_offset(const inf_kv_view *c, int pos, int kv_head, int head_dim) {
-    return (size_t)pos * c->pos_stride + (size_t)kv_head * head_dim;
-}
-
 /* q · K[pos][kv_head], products in f32 summed in double (as dot_f32). */
 static float kv_dot(const inf_kv_view *k, int pos, int kv_head, int head_dim, const float *q) {
-    const size_t off = kv_offset(k, pos, kv_head, head_dim);
+    const size_t off = kv_offset(k, pos, kv_head);
     if (k->type == INF_KV_F32) return dot_f32((const float *)k->data + off, q, head_dim);
     const inf_f16 *kr = (const inf_f16 *)k->data + off;
     double sum = 0.0;
@@ -217,7 +219,7 @@ static float kv_dot(const inf_kv_view *k, int pos, int kv_head, int head_dim, co
 
 /* acc[head_dim] += a * V[pos][kv_head] */
 static void kv_axpy(float *acc, float a, const inf_kv_view *v, int pos, int kv_head, int head_dim) {
-    const size_t off = kv_offset(v, pos, kv_head, head_dim);
+    const size_t off = kv_offset(v, pos, kv_head);
     if (v->type == INF_KV_F32) {
         const float *vr = (const float *)v->data + off;
         for (int i = 0; i < head_dim; i++) acc[i] += a * vr[i];
@@ -227,8 +229,8 @@ static void kv_axpy(float *acc, float a, const inf_kv_view *v, int pos, int kv_h
     }
 }
 
-static float kv_get(const inf_kv_view *v, int pos, int kv_head, int head_dim, int i) {
-    const size_t off = kv_offset(v, pos, kv_head, head_dim) + (size_t)i;
+static float kv_get(const inf_kv_view *v, int pos, int kv_head, int i) {
+    const size_t off = kv_offset(v, pos, kv_head) + (size_t)i;
     return v->type == INF_KV_F32 ? ((const float *)v->data)[off] : inf_f16_to_f32(((const inf_f16 *)v->data)[off]);
 }
 
@@ -350,7 +352,7 @@ inf_status inf_attn_materialized(const inf_attn_shape *sh, const float *q, const
             float *o = out + ((size_t)t * sh->n_head + (size_t)h) * hd;
             for (int i = 0; i < hd; i++) {
                 double acc = 0.0;
-                for (int j = 0; j < n_keys; j++) acc += (double)(pr[j] * kv_get(v, j, kvh, hd, i));
+                for (int j = 0; j < n_keys; j++) acc += (double)(pr[j] * kv_get(v, j, kvh, i));
                 o[i] = (float)acc;
             }
         }
@@ -367,9 +369,15 @@ static int ref_argmax(const inf_ops *self, const float *x, int n) {
     return best;
 }
 
+static void ref_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
+                             float *const *y, void *scratch) {
+    for (int i = 0; i < count; i++) ref_matmul(self, w[i], x, n, y[i], scratch);
+}
+
 static const inf_ops ref_table = {
     .name = "ref",
     .matmul = ref_matmul,
+    .matmul_group = ref_matmul_group,
     .rmsnorm = ref_rmsnorm,
     .rope_neox = ref_rope_neox,
     .swiglu = ref_swiglu,

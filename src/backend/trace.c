@@ -88,6 +88,21 @@ static void trace_matmul(const inf_ops *self, const inf_weight *w, const float *
            2 * (uint64_t)n * rows * cols);
 }
 
+/* Recorded as one matmul call with the group's traffic and flops. */
+static void trace_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
+                               float *const *y, void *scratch) {
+    const inf_ops *in = trace_of(self)->inner;
+    const uint64_t t0 = now_ns();
+    in->matmul_group(in, w, count, x, n, y, scratch);
+    uint64_t bytes = 4 * (uint64_t)n * (uint64_t)w[0]->cols, flops = 0;
+    for (int i = 0; i < count; i++) {
+        const uint64_t rows = (uint64_t)w[i]->rows;
+        bytes += rows * w[i]->row_bytes + 4 * (uint64_t)n * rows;
+        flops += 2 * (uint64_t)n * rows * (uint64_t)w[i]->cols;
+    }
+    record(self, TRACE_MATMUL, t0, bytes, flops);
+}
+
 static void trace_rmsnorm(const inf_ops *self, float *y, const float *x, const float *w, int n_rows,
                           int dim, float eps) {
     const inf_ops *in = trace_of(self)->inner;
@@ -126,11 +141,11 @@ static void trace_embed(const inf_ops *self, const inf_weight *emb, const int32_
 }
 
 static void trace_kv_store(const inf_ops *self, const inf_kv_view *k_cache, const inf_kv_view *v_cache,
-                           const float *k, const float *v, int n_tok, int pos0, int n_kv_dim) {
+                           const float *k, const float *v, int n_tok, int pos0, int n_head_kv, int head_dim) {
     const inf_ops *in = trace_of(self)->inner;
     const uint64_t t0 = now_ns();
-    in->kv_store(in, k_cache, v_cache, k, v, n_tok, pos0, n_kv_dim);
-    const uint64_t elems = (uint64_t)n_tok * (uint64_t)n_kv_dim;
+    in->kv_store(in, k_cache, v_cache, k, v, n_tok, pos0, n_head_kv, head_dim);
+    const uint64_t elems = (uint64_t)n_tok * (uint64_t)n_head_kv * (uint64_t)head_dim;
     record(self, TRACE_KV_STORE, t0, elems * (8 + kv_elem_bytes(k_cache) + kv_elem_bytes(v_cache)), 0);
 }
 
@@ -190,6 +205,7 @@ inf_ops *inf_ops_trace_new(const inf_ops *inner) {
     tr->ops = (inf_ops){
         .name = tr->name,
         .matmul = trace_matmul,
+        .matmul_group = trace_matmul_group,
         .rmsnorm = trace_rmsnorm,
         .rope_neox = trace_rope_neox,
         .swiglu = trace_swiglu,

@@ -49,7 +49,7 @@ static const char *usage_text =
     "  --no-mmap    read the weights into anonymous memory instead of mapping\n"
     "               the file (compare engines this way: mapped reads are erratic\n"
     "               on some VMs)\n"
-    "  --kv-type    KV cache element type (default f32)\n"
+    "  --kv-type    KV cache element type (default f16, as llama.cpp)\n"
     "  --no-warmup  skip the warm-up runs\n"
     "  --bw-mib N   buffer size for the bandwidth measurement (default 1024;\n"
     "               0 = do not measure)\n"
@@ -509,7 +509,7 @@ static int bench_model(bench_opts *o, int need) {
 
 int cmd_bench(int argc, char **argv) {
     static int32_t default_prefill[] = {17, 511, 2044}, default_depths[] = {0, 511, 2044};
-    bench_opts o = {.n_decode = 64, .reps = 5, .warmup = true, .bw_mib = 1024};
+    bench_opts o = {.model.kv_type = INF_KV_F16, .n_decode = 64, .reps = 5, .warmup = true, .bw_mib = 1024};
     bool help = false;
     int rc = parse_args(argc, argv, &o, &help);
     if (help) fputs(usage_text, stdout);

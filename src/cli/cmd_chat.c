@@ -47,7 +47,7 @@ static const char *usage_text =
     "  -t, --threads N       threads (default: physical cores)\n"
     "  -c, --ctx-size N      context length (default: min(model's, 4096))\n"
     "  --no-mmap             read the weights into memory instead of mapping the file\n"
-    "  --kv-type f32|f16     KV cache element type (default f32)\n"
+    "  --kv-type f32|f16     KV cache element type (default f16, as llama.cpp)\n"
     "\n"
     "Sampling defaults: the model's recommended values for the current thinking mode\n"
     "(general.sampling.* metadata, else Qwen3's: thinking temp 0.6, top-p 0.95,\n"
@@ -524,7 +524,7 @@ static void chat_free(chat *c) {
 }
 
 int cmd_chat(int argc, char **argv) {
-    cli_model_args ma = {0};
+    cli_model_args ma = {.kv_type = INF_KV_F16};
     cli_sampling_args sa = {0};
     chat c = {.n_predict = -1, .think = true, .sampling = &sa};
     const char *system = NULL;

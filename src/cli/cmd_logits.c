@@ -18,7 +18,9 @@ static const char *usage_text =
     "  {\"prompt_tokens\": [...], \"final\": {\"top\": [{\"id\": i, \"logit\": x}, ...]},\n"
     "   \"positions\": [{\"pos\": p, \"top\": [...]}, ...]}   (positions with --all-positions)\n"
     "top-K by logit, descending, ties to the lower id (K default 20).\n"
-    "  --dump FILE   write all final-position logits as little-endian float32\n";
+    "  --dump FILE   write all final-position logits as little-endian float32\n"
+    "  --kv-type     KV cache element type (default f32, the exact reference;\n"
+    "                run, chat and bench default to f16)\n";
 
 typedef struct scored { int id; float logit; } scored;
 

@@ -41,7 +41,7 @@ static const char *usage_text =
     "  -t, --threads N       threads (default: physical cores)\n"
     "  -c, --ctx-size N      context length (default: min(model's, 4096))\n"
     "  --no-mmap             read the weights into memory instead of mapping the file\n"
-    "  --kv-type f32|f16     KV cache element type (default f32)\n"
+    "  --kv-type f32|f16     KV cache element type (default f16, as llama.cpp)\n"
     "  --trace               print calls and time per op at exit\n"
     "\n"
     "Decoding: greedy (argmax, temperature 0) by default. With --chat, or when any of\n"
@@ -320,7 +320,7 @@ static int print_json(const run_args *a, const run_timings *t, const cli_generat
 }
 
 int cmd_run(int argc, char **argv) {
-    run_args a = {0};
+    run_args a = {.model.kv_type = INF_KV_F16};
     int rc = parse_args(&a, argc, argv);
     if (rc) {
         cli_sampling_args_free(&a.sampling);

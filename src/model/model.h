@@ -57,14 +57,17 @@ struct inf_model {
     inf_tokenizer *tokenizer; /* NULL when the file has none */
 };
 
+/* Most tokens one forward pass takes; longer evaluations are split. */
+enum { QWEN3_UBATCH = 512 };
+
 struct inf_session {
     inf_model *model;
     int n_ctx;
     int n_past;
     size_t kv_layer_elems;  /* n_ctx * kv_dim */
-    void *k_cache;          /* [n_layer][n_ctx][kv_dim] of kv type */
-    void *v_cache;          /* [n_layer][n_ctx][kv_dim] */
-    /* activations for up to n_cap tokens (grown by prefill, never by decode) */
+    void *k_cache;          /* [n_layer][n_head_kv][n_ctx][head_dim] of kv type */
+    void *v_cache;          /* [n_layer][n_head_kv][n_ctx][head_dim] */
+    /* activations for up to n_cap <= QWEN3_UBATCH tokens (grown by prefill, never by decode) */
     int n_cap;
     float *x;        /* [n_cap][n_embd] residual stream */
     float *xn;       /* [n_cap][n_embd] normed input / projection out */

@@ -75,8 +75,8 @@ inf_status inf_session_new(inf_model *m, int n_ctx, inf_session **out, inf_error
     s->n_ctx = n_ctx;
     s->kv_layer_elems = (size_t)n_ctx * (size_t)m->cfg.kv_dim;
     size_t kv_bytes = s->kv_layer_elems * (size_t)m->cfg.n_layer * kv_elem_bytes(m->opt.kv_type);
-    s->k_cache = inf_alloc_aligned(kv_bytes);
-    s->v_cache = inf_alloc_aligned(kv_bytes);
+    s->k_cache = inf_alloc_streamed(kv_bytes);
+    s->v_cache = inf_alloc_streamed(kv_bytes);
     inf_status st = INF_OK;
     if (!s->k_cache || !s->v_cache)
         st = inf_errorf(err, INF_ERR_NOMEM, "out of memory for a KV cache of %zu bytes", 2 * kv_bytes);
@@ -121,17 +121,38 @@ inf_status inf_session_eval(inf_session *s, const int32_t *tokens, int n, inf_lo
         if (tokens[i] < 0 || tokens[i] >= s->model->cfg.n_vocab)
             return inf_errorf(err, INF_ERR_INVALID, "token id %d at index %d is outside the vocabulary (0..%d)",
                               tokens[i], i, s->model->cfg.n_vocab - 1);
-    inf_status st = reserve_activations(s, n, err);
+    /* Long prompts run as forward passes of at most QWEN3_UBATCH tokens,
+     * which bounds the activation memory (llama.cpp's n_ubatch); each pass
+     * attends to the cache the earlier ones filled, so the logits are those
+     * of one pass. */
+    const int n_pass_max = INF_MIN(n, QWEN3_UBATCH);
+    inf_status st = reserve_activations(s, n_pass_max, err);
     if (st) return st;
-    return qwen3_forward(s, tokens, n, mode, logits, err);
+    const int n_past0 = s->n_past;
+    const size_t n_vocab = (size_t)s->model->cfg.n_vocab;
+    for (int i = 0; i < n; i += n_pass_max) {
+        const int n_pass = INF_MIN(n_pass_max, n - i);
+        const bool last = i + n_pass == n;
+        inf_logits_mode pass_mode = mode == INF_LOGITS_ALL ? mode : last ? mode : INF_LOGITS_NONE;
+        float *pass_logits = mode == INF_LOGITS_ALL ? logits + (size_t)i * n_vocab : logits;
+        st = qwen3_forward(s, tokens + i, n_pass, pass_mode, pass_logits, err);
+        if (st) {
+            s->n_past = n_past0; /* nothing changed */
+            return st;
+        }
+    }
+    return INF_OK;
 }
 
+/* Layer `layer` of a cache [n_layer][n_head_kv][n_ctx][head_dim]. */
 static inf_kv_view layer_cache(const inf_session *s, void *base, int layer) {
     size_t eb = kv_elem_bytes(s->model->opt.kv_type);
+    const size_t head_dim = (size_t)s->model->cfg.head_dim;
     return (inf_kv_view){
         .data = (char *)base + (size_t)layer * s->kv_layer_elems * eb,
         .type = s->model->opt.kv_type,
-        .pos_stride = (size_t)s->model->cfg.kv_dim,
+        .pos_stride = head_dim,
+        .head_stride = (size_t)s->n_ctx * head_dim,
     };
 }
 
@@ -160,9 +181,10 @@ inf_status qwen3_forward(inf_session *s, const int32_t *tokens, int n, inf_logit
         }
 
         ops->rmsnorm(ops, h, x, L->attn_norm, n, c->n_embd, c->rms_norm_eps);
-        ops->matmul(ops, &L->wq, h, n, s->q, s->scratch);  /* q [n][q_dim] */
-        ops->matmul(ops, &L->wk, h, n, s->k, s->scratch);  /* k [n][kv_dim] */
-        ops->matmul(ops, &L->wv, h, n, s->v, s->scratch);  /* v [n][kv_dim] */
+        /* q [n][q_dim], k and v [n][kv_dim] */
+        const inf_weight *qkv_w[3] = {&L->wq, &L->wk, &L->wv};
+        float *const qkv[3] = {s->q, s->k, s->v};
+        ops->matmul_group(ops, qkv_w, 3, h, n, qkv, s->scratch);
         ops->rmsnorm(ops, s->q, s->q, L->q_norm, n * c->n_head, c->head_dim, c->rms_norm_eps);
         ops->rmsnorm(ops, s->k, s->k, L->k_norm, n * c->n_head_kv, c->head_dim, c->rms_norm_eps);
         ops->rope_neox(ops, s->q, n, c->n_head, c->head_dim, pos0, c->rope_freq_base);
@@ -170,7 +192,7 @@ inf_status qwen3_forward(inf_session *s, const int32_t *tokens, int n, inf_logit
 
         inf_kv_view kc = layer_cache(s, s->k_cache, l);
         inf_kv_view vc = layer_cache(s, s->v_cache, l);
-        ops->kv_store(ops, &kc, &vc, s->k, s->v, n, pos0, c->kv_dim);
+        ops->kv_store(ops, &kc, &vc, s->k, s->v, n, pos0, c->n_head_kv, c->head_dim);
         inf_attn_shape shape = {
             .n_tok = n, .pos0 = pos0, .n_head = c->n_head, .n_head_kv = c->n_head_kv,
             .head_dim = c->head_dim, .scale = 1.0f / sqrtf((float)c->head_dim),
@@ -183,8 +205,9 @@ inf_status qwen3_forward(inf_session *s, const int32_t *tokens, int n, inf_logit
         ops->add(ops, xr, h, (size_t)rows * E);
 
         ops->rmsnorm(ops, h, xr, L->ffn_norm, rows, c->n_embd, c->rms_norm_eps);
-        ops->matmul(ops, &L->ffn_gate, h, rows, s->gate, s->scratch); /* [rows][n_ff] */
-        ops->matmul(ops, &L->ffn_up, h, rows, s->up, s->scratch);     /* [rows][n_ff] */
+        const inf_weight *gate_up_w[2] = {&L->ffn_gate, &L->ffn_up};
+        float *const gate_up[2] = {s->gate, s->up}; /* [rows][n_ff] each */
+        ops->matmul_group(ops, gate_up_w, 2, h, rows, gate_up, s->scratch);
         ops->swiglu(ops, s->gate, s->gate, s->up, (size_t)rows * (size_t)c->n_ff);
         ops->matmul(ops, &L->ffn_down, s->gate, rows, h, s->scratch);  /* [rows][n_embd] */
         ops->add(ops, xr, h, (size_t)rows * E);

@@ -1,8 +1,24 @@
 /*
- * attention_avx2.c — fused decode attention with AVX2 + FMA + F16C for one
- * KV head (all the query heads of its group): the tiled online softmax of
- * attention_avx512.c with 8-lane vectors (scores of 8 keys summed across
- * lanes together). Prefill attention on AVX2 is the reference, threaded.
+ * attention_avx2.c — fused decode attention and flash prefill attention
+ * with AVX2 + FMA + F16C, one KV head (all the query heads of its group)
+ * per call: the algorithms of attention_avx512.c with 8-lane vectors.
+ *
+ * Both walk the cached keys in tiles of 64 at absolute positions 0, 64, ...
+ * and keep, per query row, a running max m, sum l and output o; a tile
+ * that raises m rescales l and o by exp(m_old - m_new) once (ref.c's
+ * prefill algorithm; ref's decode rescales per key).
+ *
+ * Decode: lanes run along head_dim; the scores of 8 keys are summed across
+ * lanes together (hsum8).
+ * Prefill: lanes run along query rows (row = token x head of the group), so
+ * a score tile is S^T[key][row] = Σ_d K[key][d] · Q^T[d][row], vertical
+ * FMAs with the key element broadcast, the softmax max and sum are
+ * lane-wise, and O^T[d][row] += Σ_key P^T[key][row] · V[key][d] the same
+ * way. Rows are processed ROW_CHUNK = 16 at a time (two vectors), so a
+ * register tile of 4 keys (or dims) x 2 vectors plus its operands fits the
+ * 16 ymm registers. The causal mask is a loop bound (per row: -inf lanes
+ * on the tiles that cross its last position). An f16 cache is widened tile
+ * by tile; an f32 cache is read in place, at the view's two strides.
  */
 #include "backend/x86/vec_avx2.h"
 #include "backend/x86/x86_kernels.h"
@@ -13,11 +29,21 @@
 #include <math.h>
 #include <string.h>
 
-enum { TILE = 64 };
+enum {
+    TILE = 64,      /* keys per tile */
+    ROW_CHUNK = 16, /* prefill query rows per pass: RV vectors */
+    RV = ROW_CHUNK / 8,
+};
+
+static int round4(int n) { return (n + 3) & ~3; }
 
 size_t inf_avx2_attn_tmp_bytes(const inf_attn_shape *sh) {
     const size_t hd = (size_t)sh->head_dim, group = (size_t)(sh->n_head / sh->n_head_kv);
-    return (group * TILE + group * hd + 2 * group) * sizeof(float);
+    /* scores [group][TILE], o [group][hd], m and l [group] */
+    const size_t decode = group * TILE + group * hd + 2 * group;
+    /* Q^T and O^T [hd][ROW_CHUNK], S^T [TILE][ROW_CHUNK], K and V tiles [TILE][hd], last positions */
+    const size_t prefill = (hd + (size_t)round4((int)hd)) * ROW_CHUNK + TILE * ROW_CHUNK + 2 * TILE * hd + ROW_CHUNK;
+    return (decode > prefill ? decode : prefill) * sizeof(float) + 32;
 }
 
 /* Elements [i, i + min(n, 8)) of an f32 row, zeros past n. */
@@ -37,9 +63,9 @@ static __m256 kv_load8(const inf_kv_view *c, const void *row, int i, int n) {
     return _mm256_loadu_ps(v);
 }
 
-static const void *kv_row(const inf_kv_view *c, int pos, int kvh, int hd) {
+static const void *kv_row(const inf_kv_view *c, int pos, int kvh) {
     const size_t elem = c->type == INF_KV_F16 ? 2 : 4;
-    return (const char *)c->data + ((size_t)pos * c->pos_stride + (size_t)kvh * hd) * elem;
+    return (const char *)c->data + ((size_t)pos * c->pos_stride + (size_t)kvh * c->head_stride) * elem;
 }
 
 void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv_view *k, const inf_kv_view *v,
@@ -65,7 +91,7 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
                 for (int j = 0; j < 8; j++) {
                     dots[j] = _mm256_setzero_ps();
                     if (jb + j >= nj) continue;
-                    const void *kr = kv_row(k, j0 + jb + j, kvh, hd);
+                    const void *kr = kv_row(k, j0 + jb + j, kvh);
                     for (int i = 0; i < hd; i += 8)
                         dots[j] = _mm256_fmadd_ps(kv_load8(k, kr, i, hd - i), f32_load8(qh, i, hd - i), dots[j]);
                 }
@@ -93,7 +119,7 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
                 const int n = INF_MIN(8, hd - i);
                 __m256 acc = f32_load8(o, i, n);
                 for (int j = 0; j < nj; j++)
-                    acc = _mm256_fmadd_ps(_mm256_set1_ps(s[j]), kv_load8(v, kv_row(v, j0 + j, kvh, hd), i, n), acc);
+                    acc = _mm256_fmadd_ps(_mm256_set1_ps(s[j]), kv_load8(v, kv_row(v, j0 + j, kvh), i, n), acc);
                 if (n == 8) _mm256_storeu_ps(o + i, acc);
                 else _mm256_maskstore_ps(o + i, tail_mask_avx2((size_t)n), acc);
             }
@@ -105,4 +131,196 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
         float *dst = out + (size_t)(kvh * group + g) * hd;
         for (int i = 0; i < hd; i++) dst[i] = o[i] * inv;
     }
+}
+
+/* ------------------------------------------------------------------ prefill */
+
+typedef struct prefill_ctx {
+    const inf_attn_shape *sh;
+    const inf_kv_view *k, *v;
+    int kvh, group, hd;
+    float *qt;     /* [hd][ROW_CHUNK] Q^T */
+    float *ot;     /* [round4(hd)][ROW_CHUNK] O^T */
+    float *st;     /* [TILE][ROW_CHUNK] S^T, then P^T */
+    float *ktile;  /* [TILE][hd] keys as f32 (f16 cache) */
+    float *vtile;  /* [TILE][hd] values as f32 (f16 cache) */
+    int32_t *last; /* [ROW_CHUNK] last visible key per row */
+} prefill_ctx;
+
+/* Rows [j0, j0 + n) of one KV head, widened to f32 into dst[n][hd]. */
+static void widen_tile(const inf_kv_view *c, int j0, int n, int kvh, int hd, float *dst) {
+    for (int j = 0; j < n; j++) {
+        const void *row = kv_row(c, j0 + j, kvh);
+        for (int i = 0; i < hd; i += 8) {
+            const int left = hd - i;
+            const __m256 x = kv_load8(c, row, i, left);
+            if (left >= 8) _mm256_storeu_ps(dst + (size_t)j * hd + i, x);
+            else _mm256_maskstore_ps(dst + (size_t)j * hd + i, tail_mask_avx2((size_t)left), x);
+        }
+    }
+}
+
+/* S^T[j][rows] = scale * Σ_d K[j][d] Q^T[d][rows] for j < nj, four keys at a time. */
+static void score_tile(const prefill_ctx *c, const float *keys, size_t key_stride, int nj) {
+    const __m256 scale = _mm256_set1_ps(c->sh->scale);
+    for (int j = 0; j < nj; j += 4) {
+        const int nk = INF_MIN(4, nj - j);
+        __m256 acc[4][RV];
+        _Pragma("GCC unroll 4")
+        for (int a = 0; a < 4; a++)
+            _Pragma("GCC unroll 2")
+            for (int r = 0; r < RV; r++) acc[a][r] = _mm256_setzero_ps();
+        const float *kr[4];
+        _Pragma("GCC unroll 4")
+        for (int a = 0; a < 4; a++) kr[a] = keys + (size_t)(j + INF_MIN(a, nk - 1)) * key_stride;
+        for (int d = 0; d < c->hd; d++) {
+            __m256 qv[RV];
+            _Pragma("GCC unroll 2")
+            for (int r = 0; r < RV; r++) qv[r] = _mm256_load_ps(c->qt + (size_t)d * ROW_CHUNK + 8 * r);
+            _Pragma("GCC unroll 4")
+            for (int a = 0; a < 4; a++) {
+                const __m256 kb = _mm256_broadcast_ss(kr[a] + d);
+                _Pragma("GCC unroll 2")
+                for (int r = 0; r < RV; r++) acc[a][r] = _mm256_fmadd_ps(kb, qv[r], acc[a][r]);
+            }
+        }
+        /* rows past nj (at most 3, within the tile) are never read */
+        _Pragma("GCC unroll 4")
+        for (int a = 0; a < 4; a++)
+            _Pragma("GCC unroll 2")
+            for (int r = 0; r < RV; r++)
+                _mm256_store_ps(c->st + (size_t)(j + a) * ROW_CHUNK + 8 * r, _mm256_mul_ps(acc[a][r], scale));
+    }
+}
+
+/* O^T[d][rows] += Σ_j P^T[j][rows] V[j][d] for j < nj, four dims at a time
+ * (O^T has rows up to hd rounded up to 4, so all four are stored). */
+static void accumulate_tile(const prefill_ctx *c, const float *vals, size_t val_stride, int nj) {
+    for (int d = 0; d < c->hd; d += 4) {
+        const int nd = INF_MIN(4, c->hd - d);
+        __m256 acc[4][RV];
+        _Pragma("GCC unroll 4")
+        for (int a = 0; a < 4; a++)
+            _Pragma("GCC unroll 2")
+            for (int r = 0; r < RV; r++) acc[a][r] = _mm256_load_ps(c->ot + (size_t)(d + a) * ROW_CHUNK + 8 * r);
+        for (int j = 0; j < nj; j++) {
+            const float *vr = vals + (size_t)j * val_stride + d;
+            __m256 p[RV];
+            _Pragma("GCC unroll 2")
+            for (int r = 0; r < RV; r++) p[r] = _mm256_load_ps(c->st + (size_t)j * ROW_CHUNK + 8 * r);
+            _Pragma("GCC unroll 4")
+            for (int a = 0; a < 4; a++) {
+                const __m256 vb = _mm256_broadcast_ss(vr + INF_MIN(a, nd - 1));
+                _Pragma("GCC unroll 2")
+                for (int r = 0; r < RV; r++) acc[a][r] = _mm256_fmadd_ps(p[r], vb, acc[a][r]);
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int a = 0; a < 4; a++)
+            _Pragma("GCC unroll 2")
+            for (int r = 0; r < RV; r++) _mm256_store_ps(c->ot + (size_t)(d + a) * ROW_CHUNK + 8 * r, acc[a][r]);
+    }
+}
+
+/* Query rows [row0, row0 + nr) of the task (row = token * group + head):
+ * transpose in, walk the key tiles, transpose out. */
+static void prefill_rows(const prefill_ctx *c, const float *q, float *out, int t0, int row0, int nr) {
+    const inf_attn_shape *sh = c->sh;
+    const int hd = c->hd, group = c->group;
+    int max_last = 0;
+    for (int r = 0; r < ROW_CHUNK; r++) {
+        const int row = row0 + INF_MIN(r, nr - 1); /* padding lanes repeat the last row */
+        const int t = t0 + row / group, h = c->kvh * group + row % group;
+        const float *qr = q + ((size_t)t * sh->n_head + h) * hd;
+        for (int d = 0; d < hd; d++) c->qt[(size_t)d * ROW_CHUNK + r] = qr[d];
+        c->last[r] = sh->pos0 + t;
+        max_last = INF_MAX(max_last, c->last[r]);
+    }
+    memset(c->ot, 0, (size_t)round4(hd) * ROW_CHUNK * sizeof(float));
+    __m256 m[RV], l[RV];
+    for (int r = 0; r < RV; r++) {
+        m[r] = _mm256_set1_ps(-INFINITY);
+        l[r] = _mm256_setzero_ps();
+    }
+    const int min_last = c->last[0]; /* rows are in token order */
+    const bool f16 = c->k->type == INF_KV_F16;
+    for (int j0 = 0; j0 <= max_last; j0 += TILE) {
+        const int nj = INF_MIN(TILE, max_last + 1 - j0);
+        const float *keys, *vals;
+        size_t key_stride, val_stride;
+        if (f16) {
+            widen_tile(c->k, j0, nj, c->kvh, hd, c->ktile);
+            widen_tile(c->v, j0, nj, c->kvh, hd, c->vtile);
+            keys = c->ktile;
+            vals = c->vtile;
+            key_stride = val_stride = (size_t)hd;
+        } else {
+            keys = kv_row(c->k, j0, c->kvh);
+            vals = kv_row(c->v, j0, c->kvh);
+            key_stride = c->k->pos_stride;
+            val_stride = c->v->pos_stride;
+        }
+        score_tile(c, keys, key_stride, nj);
+        /* mask keys past each row's last position */
+        if (j0 + nj - 1 > min_last) {
+            for (int j = 0; j < nj; j++)
+                for (int r = 0; r < RV; r++) {
+                    const __m256i last = _mm256_load_si256((const __m256i *)(c->last + 8 * r));
+                    const __m256 hidden = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(j0 + j), last));
+                    float *sp = c->st + (size_t)j * ROW_CHUNK + 8 * r;
+                    _mm256_store_ps(sp, _mm256_blendv_ps(_mm256_load_ps(sp), _mm256_set1_ps(-INFINITY), hidden));
+                }
+        }
+        /* online softmax, lane-wise */
+        for (int r = 0; r < RV; r++) {
+            __m256 mx = _mm256_set1_ps(-INFINITY);
+            for (int j = 0; j < nj; j++) mx = _mm256_max_ps(mx, _mm256_load_ps(c->st + (size_t)j * ROW_CHUNK + 8 * r));
+            const __m256 raised = _mm256_cmp_ps(mx, m[r], _CMP_GT_OQ);
+            if (_mm256_movemask_ps(raised)) {
+                const __m256 m_new = _mm256_blendv_ps(m[r], mx, raised);
+                const __m256 corr = _mm256_blendv_ps(_mm256_set1_ps(1.0f), vexp_avx2(_mm256_sub_ps(m[r], m_new)), raised);
+                l[r] = _mm256_mul_ps(l[r], corr);
+                for (int d = 0; d < hd; d++) {
+                    float *op = c->ot + (size_t)d * ROW_CHUNK + 8 * r;
+                    _mm256_store_ps(op, _mm256_mul_ps(_mm256_load_ps(op), corr));
+                }
+                m[r] = m_new;
+            }
+            for (int j = 0; j < nj; j++) {
+                float *sp = c->st + (size_t)j * ROW_CHUNK + 8 * r;
+                const __m256 p = vexp_avx2(_mm256_sub_ps(_mm256_load_ps(sp), m[r]));
+                _mm256_store_ps(sp, p);
+                l[r] = _mm256_add_ps(l[r], p);
+            }
+        }
+        accumulate_tile(c, vals, val_stride, nj);
+    }
+    /* out = O / l */
+    float inv[ROW_CHUNK];
+    for (int r = 0; r < RV; r++) {
+        const __m256 pos = _mm256_cmp_ps(l[r], _mm256_setzero_ps(), _CMP_GT_OQ);
+        _mm256_storeu_ps(inv + 8 * r, _mm256_and_ps(pos, _mm256_div_ps(_mm256_set1_ps(1.0f), l[r])));
+    }
+    for (int r = 0; r < nr; r++) {
+        const int row = row0 + r;
+        const int t = t0 + row / group, h = c->kvh * group + row % group;
+        float *dst = out + ((size_t)t * sh->n_head + h) * hd;
+        for (int d = 0; d < hd; d++) dst[d] = c->ot[(size_t)d * ROW_CHUNK + r] * inv[r];
+    }
+}
+
+void inf_avx2_attn_prefill(const inf_attn_shape *sh, const float *q, const inf_kv_view *k, const inf_kv_view *v,
+                           float *out, int kvh, int t0, int t1, void *tmp) {
+    const int hd = sh->head_dim, group = sh->n_head / sh->n_head_kv;
+    float *base = (float *)(((uintptr_t)tmp + 31) & ~(uintptr_t)31);
+    prefill_ctx c = {.sh = sh, .k = k, .v = v, .kvh = kvh, .group = group, .hd = hd};
+    c.qt = base;
+    c.ot = c.qt + (size_t)hd * ROW_CHUNK;
+    c.st = c.ot + (size_t)round4(hd) * ROW_CHUNK;
+    c.ktile = c.st + (size_t)TILE * ROW_CHUNK;
+    c.vtile = c.ktile + (size_t)TILE * hd;
+    c.last = (int32_t *)(c.vtile + (size_t)TILE * hd);
+    const int rows = (t1 - t0) * group;
+    for (int row0 = 0; row0 < rows; row0 += ROW_CHUNK)
+        prefill_rows(&c, q, out, t0, row0, INF_MIN(ROW_CHUNK, rows - row0));
 }

@@ -42,9 +42,9 @@ static __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1); }
 static int round4(int n) { return (n + 3) & ~3; }
 
 /* Address of the cached row of (pos, KV head) as f32 or f16 elements. */
-static const void *kv_row(const inf_kv_view *c, int pos, int kvh, int hd) {
+static const void *kv_row(const inf_kv_view *c, int pos, int kvh) {
     const size_t elem = c->type == INF_KV_F16 ? 2 : 4;
-    return (const char *)c->data + ((size_t)pos * c->pos_stride + (size_t)kvh * hd) * elem;
+    return (const char *)c->data + ((size_t)pos * c->pos_stride + (size_t)kvh * c->head_stride) * elem;
 }
 
 /* 16 elements of a cached row from element i (masked), widened to f32. */
@@ -56,7 +56,7 @@ static __m512 kv_load(const inf_kv_view *c, const void *row, int i, __mmask16 m)
 /* Rows [j0, j0 + n) of one KV head, widened to f32 into dst[n][hd]. */
 static void widen_tile(const inf_kv_view *c, int j0, int n, int kvh, int hd, float *dst) {
     for (int j = 0; j < n; j++) {
-        const void *row = kv_row(c, j0 + j, kvh, hd);
+        const void *row = kv_row(c, j0 + j, kvh);
         for (int i = 0; i < hd; i += 16) {
             const __mmask16 m = hd - i >= 16 ? 0xffff : tail_mask(hd - i);
             _mm512_mask_storeu_ps(dst + (size_t)j * hd + i, m, kv_load(c, row, i, m));
@@ -77,45 +77,73 @@ INLINE __m512 row_load(const char *base, size_t row_bytes, int j, int i, __mmask
     return _mm512_maskz_loadu_ps(m, (const float *)row + i);
 }
 
+/* Compile-time selection among named registers: SEL8(i, x) is x<i> for a
+ * constant i. The decode kernel keeps its 16 accumulators, 8 query slices
+ * and 16 key rows in named variables (an array of vectors carried across
+ * a loop is kept in memory by GCC, one store per FMA). */
+#define SEL8(i, x) ((i) == 0 ? x##0 : (i) == 1 ? x##1 : (i) == 2 ? x##2 : (i) == 3 ? x##3 : \
+                    (i) == 4 ? x##4 : (i) == 5 ? x##5 : (i) == 6 ? x##6 : x##7)
+#define SEL16(i, x) ((i) < 8 ? SEL8(i, x) : (i) == 8 ? x##8 : (i) == 9 ? x##9 : (i) == 10 ? x##10 : \
+                     (i) == 11 ? x##11 : (i) == 12 ? x##12 : (i) == 13 ? x##13 : (i) == 14 ? x##14 : x##15)
+#define REPEAT8(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+#define REPEAT16(M) REPEAT8(M) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+
+enum { PREFETCH_ROWS = 16 }; /* cached rows read ahead of the one in use */
+
 /* Decode for query heads q[G][hd] (G a power of two <= 8; rows past the
  * real head count are duplicates whose results are dropped) against keys
  * and values [n_keys] at kbase/vbase, rows row_bytes apart. o[G][hd]
  * accumulates unnormalized outputs, m and l the running max and sum.
- * Scores: 16 / G keys at a time, all G heads per key row read, the 16
- * partial dots summed across lanes at once. Values: each row read once per
- * slice of 16 / G vectors of head_dim, for all heads. */
+ * Scores: KB = 16 / G keys at a time, all G heads per key row read, the 16
+ * partial dots (accumulator p: key p / G, head p % G) summed across lanes
+ * at once. Values: each row read once per slice of W vectors of head_dim,
+ * for all heads (accumulator p: head p / W, vector p % W). */
 INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, size_t row_bytes, int n_keys,
                          int hd, float scale, const int G, const bool F16, float *s, float *o, float *m, float *l) {
-    const int KB = 16 / G;  /* keys per score block */
+    const int KB = 16 / G;             /* keys per score block */
     const int W = G <= 2 ? 8 : 16 / G; /* vectors of head_dim per value slice */
+    const __m512 zero = _mm512_setzero_ps();
     for (int j0 = 0; j0 < n_keys; j0 += TILE) {
         const int nj = INF_MIN(TILE, n_keys - j0);
         for (int jb = 0; jb < nj; jb += KB) {
-            __m512 acc[16];
-            _Pragma("GCC unroll 16")
-            for (int p = 0; p < 16; p++) acc[p] = _mm512_setzero_ps();
+            const char *block = kbase + (size_t)(j0 + jb) * row_bytes;
+            const int last = nj - jb - 1; /* rows past the tile repeat its last one */
+#define ROW_PTR(jj) const char *r##jj = block + (size_t)INF_MIN(jj, last) * row_bytes;
+            REPEAT16(ROW_PTR)
+#undef ROW_PTR
+            for (int jj = 0; jj < KB; jj++)
+                for (size_t b = 0; b < row_bytes; b += 64)
+                    _mm_prefetch(block + (size_t)(PREFETCH_ROWS + jj) * row_bytes + b, _MM_HINT_T0);
+#define ACC_ZERO(p) __m512 a##p = zero;
+            REPEAT16(ACC_ZERO)
+#undef ACC_ZERO
             for (int i = 0; i < hd; i += 16) {
                 const __mmask16 mk = hd - i >= 16 ? 0xffff : tail_mask(hd - i);
-                __m512 qv[8];
-                _Pragma("GCC unroll 8")
-                for (int g = 0; g < G; g++) qv[g] = _mm512_maskz_loadu_ps(mk, q + (size_t)g * hd + i);
-                _Pragma("GCC unroll 16")
-                for (int jj = 0; jj < KB; jj++) {
-                    const __m512 kv = row_load(kbase, row_bytes, j0 + INF_MIN(jb + jj, nj - 1), i, mk, F16);
-                    _Pragma("GCC unroll 8")
-                    for (int g = 0; g < G; g++) acc[jj * G + g] = _mm512_fmadd_ps(qv[g], kv, acc[jj * G + g]);
-                }
+#define Q_LOAD(g) const __m512 q##g = (g) < G ? _mm512_maskz_loadu_ps(mk, q + (size_t)(g) * hd + i) : zero;
+                REPEAT8(Q_LOAD)
+#undef Q_LOAD
+#define K_LOAD(jj) const __m512 k##jj = (jj) < KB ? row_load(r##jj, 0, 0, i, mk, F16) : zero;
+                REPEAT16(K_LOAD)
+#undef K_LOAD
+#define K_FMA(p) a##p = _mm512_fmadd_ps(SEL8((p) % G, q), SEL16((p) / G, k), a##p);
+                REPEAT16(K_FMA)
+#undef K_FMA
             }
+            const __m512 acc[16] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15};
             float dots[16];
             _mm512_storeu_ps(dots, _mm512_mul_ps(hsum16_avx512(acc), _mm512_set1_ps(scale)));
-            for (int jj = 0; jj < KB && jb + jj < nj; jj++)
+            for (int jj = 0; jj < KB && jj <= last; jj++)
                 for (int g = 0; g < G; g++) s[g * TILE + jb + jj] = dots[jj * G + g];
         }
         /* online softmax, head by head */
         for (int g = 0; g < G; g++) {
             float *sg = s + g * TILE, *og = o + (size_t)g * hd;
-            float tile_max = -INFINITY;
-            for (int j = 0; j < nj; j++) tile_max = fmaxf(tile_max, sg[j]);
+            __m512 vmax = _mm512_set1_ps(-INFINITY);
+            for (int j = 0; j < nj; j += 16) {
+                const __mmask16 mk = nj - j >= 16 ? 0xffff : tail_mask(nj - j);
+                vmax = _mm512_mask_max_ps(vmax, mk, vmax, _mm512_maskz_loadu_ps(mk, sg + j));
+            }
+            const float tile_max = _mm512_reduce_max_ps(vmax);
             if (tile_max > m[g]) {
                 const float corr = expf(m[g] - tile_max);
                 l[g] *= corr;
@@ -127,7 +155,7 @@ INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, s
                 m[g] = tile_max;
             }
             const __m512 vm = _mm512_set1_ps(m[g]);
-            __m512 lsum = _mm512_setzero_ps();
+            __m512 lsum = zero;
             for (int j = 0; j < nj; j += 16) {
                 const __mmask16 mk = nj - j >= 16 ? 0xffff : tail_mask(nj - j);
                 const __m512 pv = _mm512_maskz_mov_ps(mk, vexp_avx512(_mm512_sub_ps(_mm512_loadu_ps(sg + j), vm)));
@@ -138,30 +166,33 @@ INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, s
         }
         /* o[g] += Σ_j p[g][j] V[j], a slice of W vectors of head_dim at a time */
         for (int i0 = 0; i0 < hd; i0 += 16 * W) {
-            __m512 acc[8][8];
-            __mmask16 mk[8];
-            _Pragma("GCC unroll 8")
-            for (int w = 0; w < W; w++) {
-                const int i = i0 + 16 * w;
-                mk[w] = i >= hd ? 0 : hd - i >= 16 ? 0xffff : tail_mask(hd - i);
-                _Pragma("GCC unroll 8")
-                for (int g = 0; g < G; g++) acc[g][w] = _mm512_maskz_loadu_ps(mk[w], o + (size_t)g * hd + i);
-            }
+#define V_MASK(w) const __mmask16 m##w = i0 + 16 * (w) >= hd ? 0 : hd - i0 - 16 * (w) >= 16 ? 0xffff \
+                                         : tail_mask(hd - i0 - 16 * (w));
+            REPEAT8(V_MASK)
+#undef V_MASK
+#define O_LOAD(p) __m512 c##p = (p) < G * W ? _mm512_maskz_loadu_ps(SEL8((p) % W, m), \
+                                              o + (size_t)((p) / W) * hd + i0 + 16 * ((p) % W)) : zero;
+            REPEAT16(O_LOAD)
+#undef O_LOAD
             for (int j = 0; j < nj; j++) {
-                __m512 p[8];
-                _Pragma("GCC unroll 8")
-                for (int g = 0; g < G; g++) p[g] = _mm512_set1_ps(s[g * TILE + j]);
-                _Pragma("GCC unroll 8")
-                for (int w = 0; w < W; w++) {
-                    const __m512 vv = row_load(vbase, row_bytes, j0 + j, i0 + 16 * w, mk[w], F16);
-                    _Pragma("GCC unroll 8")
-                    for (int g = 0; g < G; g++) acc[g][w] = _mm512_fmadd_ps(p[g], vv, acc[g][w]);
-                }
+                const char *row = vbase + (size_t)(j0 + j) * row_bytes;
+                if (i0 == 0)
+                    for (size_t b = 0; b < row_bytes; b += 64)
+                        _mm_prefetch(row + (size_t)PREFETCH_ROWS * row_bytes + b, _MM_HINT_T0);
+#define P_BCAST(g) const __m512 pb##g = (g) < G ? _mm512_set1_ps(s[(g) * TILE + j]) : zero;
+                REPEAT8(P_BCAST)
+#undef P_BCAST
+#define V_LOAD(w) const __m512 v##w = (w) < W ? row_load(row, 0, 0, i0 + 16 * (w), m##w, F16) : zero;
+                REPEAT8(V_LOAD)
+#undef V_LOAD
+#define V_FMA(p) if ((p) < G * W) c##p = _mm512_fmadd_ps(SEL8((p) / W, pb), SEL8((p) % W, v), c##p);
+                REPEAT16(V_FMA)
+#undef V_FMA
             }
-            _Pragma("GCC unroll 8")
-            for (int w = 0; w < W; w++)
-                _Pragma("GCC unroll 8")
-                for (int g = 0; g < G; g++) _mm512_mask_storeu_ps(o + (size_t)g * hd + i0 + 16 * w, mk[w], acc[g][w]);
+#define O_STORE(p) if ((p) < G * W) _mm512_mask_storeu_ps(o + (size_t)((p) / W) * hd + i0 + 16 * ((p) % W), \
+                                                      SEL8((p) % W, m), c##p);
+            REPEAT16(O_STORE)
+#undef O_STORE
         }
     }
 }
@@ -180,7 +211,7 @@ void inf_avx512_attn_decode(const inf_attn_shape *sh, const float *q, const inf_
     const int group = sh->n_head / sh->n_head_kv, hd = sh->head_dim, n_keys = sh->pos0 + 1;
     const bool f16 = k->type == INF_KV_F16;
     const size_t row_bytes = k->pos_stride * (f16 ? 2 : 4);
-    const char *kbase = kv_row(k, 0, kvh, hd), *vbase = kv_row(v, 0, kvh, hd);
+    const char *kbase = kv_row(k, 0, kvh), *vbase = kv_row(v, 0, kvh);
     float *s = tmp;                             /* [8][TILE] scores, then weights */
     float *o = s + DECODE_HEADS * TILE;         /* [8][hd] */
     float *qs = o + (size_t)DECODE_HEADS * hd;  /* [8][hd] the heads of a pass, padded */
@@ -324,8 +355,8 @@ static void prefill_rows(prefill_ctx *c, const float *q, float *out, int t0, int
             vals = c->vtile;
             key_stride = val_stride = (size_t)hd;
         } else {
-            keys = kv_row(c->k, j0, c->kvh, hd);
-            vals = kv_row(c->v, j0, c->kvh, hd);
+            keys = kv_row(c->k, j0, c->kvh);
+            vals = kv_row(c->v, j0, c->kvh);
             key_stride = c->k->pos_stride;
             val_stride = c->v->pos_stride;
         }

@@ -12,15 +12,23 @@
 /* Weight rows per gemm task and query tokens per prefill attention task. */
 enum { INF_X86_GEMM_ROWS = 64, INF_X86_ATTN_BLOCK = 32 };
 
-/* ---- avx2: no gemm (matvec serves every token count) and no prefill
- * attention (the reference, threaded) */
+/* ---- avx2. Its gemm panels hold int16 quants (Q8_0) or f32, twice
+ * avx512's bytes per row for Q8_0, so a task packs half the rows (the
+ * panel stays in a 256 KiB-1 MiB L2 for 1k-3k columns). */
+enum { INF_AVX2_GEMM_ROWS = 32 };
 size_t inf_avx2_act_row_bytes(inf_dtype type, int64_t cols);
 void inf_avx2_act_prepare(inf_dtype type, const float *x, int64_t cols, void *row);
 void inf_avx2_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
                      size_t y_stride);
+void inf_avx2_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
+void inf_avx2_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
+                   size_t y_stride, void *pack);
+size_t inf_avx2_gemm_pack_bytes(inf_dtype type, int64_t cols);
 size_t inf_avx2_attn_tmp_bytes(const inf_attn_shape *shape);
 void inf_avx2_attn_decode(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
                           const inf_kv_view *v, float *out, int kvh, void *tmp);
+void inf_avx2_attn_prefill(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
+                           const inf_kv_view *v, float *out, int kvh, int t0, int t1, void *tmp);
 void inf_avx2_rmsnorm(float *y, const float *x, const float *w, int n_rows, int dim, float eps);
 void inf_avx2_rope_rows(float *x, int n_rows, int head_dim, const float *cos_sin);
 void inf_avx2_swiglu(float *out, const float *gate, const float *up, size_t n);

@@ -1,0 +1,54 @@
+#!/bin/sh
+# The arm64 kernels without arm64 hardware: cross-builds the core and the
+# backend (make kernel-tests, in build-arm64/) with aarch64-linux-gnu-gcc
+# and runs the kernel-level tests under qemu-aarch64 — test_kernels twice,
+# on an emulated Cortex-A57 (ARMv8.0: the plain NEON Q8_0 matvec, and proof
+# that the binary runs without ARMv8.2) and on qemu's "max" CPU (with the
+# dot product: the SDOT matvec). Ends with the combined "N passed, N failed"
+# line; exits 0 only when everything passed. Without the cross tools it
+# prints "skipped: ..." and exits 0 (scripts/install-deps.sh installs them).
+set -u
+cd "$(dirname "$0")/.."
+CROSS_CC=${CROSS_CC:-aarch64-linux-gnu-gcc}
+QEMU=${QEMU:-qemu-aarch64}
+SYSROOT=${SYSROOT:-/usr/aarch64-linux-gnu}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+BUILD=build-arm64
+
+for tool in "$CROSS_CC" "$QEMU"; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "skipped: $tool not found (scripts/install-deps.sh installs it)"
+        exit 0
+    fi
+done
+if [ ! -e "$SYSROOT/lib/ld-linux-aarch64.so.1" ]; then
+    echo "skipped: no arm64 libc in $SYSROOT (libc6-dev-arm64-cross)"
+    exit 0
+fi
+
+if ! make -s -j"$JOBS" CC="$CROSS_CC" BUILD=$BUILD kernel-tests >/dev/null; then
+    make -j1 CC="$CROSS_CC" BUILD=$BUILD kernel-tests 2>&1 | tail -n 30
+    echo "build failed: arm64"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+pass=0
+fail=0
+out=$(mktemp)
+# test name, then the emulated CPU
+for run in "test_kernels cortex-a57" "test_kernels max" "test_ops max" "test_pool max"; do
+    set -- $run
+    start=$(date +%s)
+    "$QEMU" -cpu "$2" -L "$SYSROOT" "$BUILD/kernel-tests/$1" >"$out" 2>&1
+    line=$(tail -n 1 "$out")
+    echo "$1 (arm64, qemu -cpu $2, $(($(date +%s) - start)) s): $line"
+    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    [ "${f:-1}" -eq 0 ] || { grep '^FAIL' "$out" | head -n 20; tail -n 3 "$out"; }
+    pass=$((pass + ${p:-0}))
+    fail=$((fail + ${f:-1}))
+done
+rm -f "$out"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
