@@ -48,7 +48,7 @@ static float *run(const char *path, int threads, inf_kv_type kv, int n_vocab) {
 }
 
 int main(void) {
-    static const char *isas[] = {"ref", "avx2", "avx512"};
+    static const char *isas[] = {"ref", "avx2", "avx512", "neon"};
     static const char *types[] = {"f32", "f16", "bf16", "q8_0"};
     for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
         setenv("INFERNO_ISA", isas[i], 1);

@@ -500,25 +500,39 @@ static void cpu_embed(const inf_ops *self, const inf_weight *emb, const int32_t 
     c->ref->embed(c->ref, emb, ids, n, out);
 }
 
+typedef struct kv_store_job {
+    const cpu_backend *c;
+    const inf_kv_view *cache[2]; /* K, V */
+    const float *src[2];         /* [n_tok][n_head_kv][head_dim] */
+    int n_tok, pos0, n_head_kv, head_dim;
+} kv_store_job;
+
+/* Task = (cache, KV head): its rows at positions pos0.. in order. */
+static void kv_store_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const kv_store_job *j = ctx;
+    const int i = task / j->n_head_kv, h = task % j->n_head_kv;
+    const inf_kv_view *cache = j->cache[i];
+    for (int t = 0; t < j->n_tok; t++) {
+        const float *s = j->src[i] + ((size_t)t * j->n_head_kv + h) * (size_t)j->head_dim;
+        const size_t at = (size_t)(j->pos0 + t) * cache->pos_stride + (size_t)h * cache->head_stride;
+        if (cache->type == INF_KV_F32)
+            memcpy((float *)cache->data + at, s, (size_t)j->head_dim * sizeof(float));
+        else
+            j->c->k->f32_to_f16((uint16_t *)cache->data + at, s, (size_t)j->head_dim);
+    }
+}
+
 static void cpu_kv_store(const inf_ops *self, const inf_kv_view *k_cache, const inf_kv_view *v_cache,
                          const float *k, const float *v, int n_tok, int pos0, int n_head_kv, int head_dim) {
-    const cpu_backend *c = cpu_of(self);
+    cpu_backend *c = cpu_of(self);
     if (!c->k || !c->k->f32_to_f16) {
         c->ref->kv_store(c->ref, k_cache, v_cache, k, v, n_tok, pos0, n_head_kv, head_dim);
         return;
     }
-    const inf_kv_view *caches[2] = {k_cache, v_cache};
-    const float *src[2] = {k, v};
-    for (int i = 0; i < 2; i++)
-        for (int t = 0; t < n_tok; t++)
-            for (int h = 0; h < n_head_kv; h++) {
-                const float *s = src[i] + ((size_t)t * n_head_kv + h) * (size_t)head_dim;
-                const size_t at = (size_t)(pos0 + t) * caches[i]->pos_stride + (size_t)h * caches[i]->head_stride;
-                if (caches[i]->type == INF_KV_F32)
-                    memcpy((float *)caches[i]->data + at, s, (size_t)head_dim * sizeof(float));
-                else
-                    c->k->f32_to_f16((uint16_t *)caches[i]->data + at, s, (size_t)head_dim);
-            }
+    kv_store_job j = {.c = c, .cache = {k_cache, v_cache}, .src = {k, v}, .n_tok = n_tok, .pos0 = pos0,
+                      .n_head_kv = n_head_kv, .head_dim = head_dim};
+    run_tasks(c, 2 * n_head_kv, kv_store_task, &j, 2.0 * n_tok * n_head_kv * head_dim);
 }
 
 /* ------------------------------------------------------------------ attention */

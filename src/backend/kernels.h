@@ -14,8 +14,8 @@
  * Token-count independence is not promised: a matmul of one token (matvec)
  * and of many (gemm) sum in different orders, so the last row of a
  * many-token product may differ from the same row computed alone by
- * rounding (~1e-6 relative), except for Q8_0 on AVX-512 where the gemm
- * keeps ref.c's order.
+ * rounding (~1e-6 relative), except for Q8_0 on AVX2 and AVX-512, whose gemms
+ * keep ref.c's order.
  *
  * Numerics against ref.c (the budgets tests/test_kernels.c enforces):
  *   - matmul Q8_0: activations quantized exactly as inf_quantize_row_q8_0,

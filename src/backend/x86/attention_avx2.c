@@ -14,11 +14,13 @@
  * a score tile is S^T[key][row] = Σ_d K[key][d] · Q^T[d][row], vertical
  * FMAs with the key element broadcast, the softmax max and sum are
  * lane-wise, and O^T[d][row] += Σ_key P^T[key][row] · V[key][d] the same
- * way. Rows are processed ROW_CHUNK = 16 at a time (two vectors), so a
+ * way. Rows are taken ROW_CHUNK = 16 at a time (two vectors), so a
  * register tile of 4 keys (or dims) x 2 vectors plus its operands fits the
- * 16 ymm registers. The causal mask is a loop bound (per row: -inf lanes
- * on the tiles that cross its last position). An f16 cache is widened tile
- * by tile; an f32 cache is read in place, at the view's two strides.
+ * 16 ymm registers; the key tiles are the outer loop and every chunk of
+ * the task keeps its own state, so each tile is read (an f16 cache:
+ * widened) once per task, not once per chunk. The causal mask is a loop
+ * bound (per row: -inf lanes on the tiles that cross its last position).
+ * An f32 cache is read in place, at the view's two strides.
  */
 #include "backend/x86/vec_avx2.h"
 #include "backend/x86/x86_kernels.h"
@@ -36,15 +38,6 @@ enum {
 };
 
 static int round4(int n) { return (n + 3) & ~3; }
-
-size_t inf_avx2_attn_tmp_bytes(const inf_attn_shape *sh) {
-    const size_t hd = (size_t)sh->head_dim, group = (size_t)(sh->n_head / sh->n_head_kv);
-    /* scores [group][TILE], o [group][hd], m and l [group] */
-    const size_t decode = group * TILE + group * hd + 2 * group;
-    /* Q^T and O^T [hd][ROW_CHUNK], S^T [TILE][ROW_CHUNK], K and V tiles [TILE][hd], last positions */
-    const size_t prefill = (hd + (size_t)round4((int)hd)) * ROW_CHUNK + TILE * ROW_CHUNK + 2 * TILE * hd + ROW_CHUNK;
-    return (decode > prefill ? decode : prefill) * sizeof(float) + 32;
-}
 
 /* Elements [i, i + min(n, 8)) of an f32 row, zeros past n. */
 static __m256 f32_load8(const float *row, int i, int n) {
@@ -135,34 +128,40 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
 
 /* ------------------------------------------------------------------ prefill */
 
-typedef struct prefill_ctx {
-    const inf_attn_shape *sh;
-    const inf_kv_view *k, *v;
-    int kvh, group, hd;
+/* The state of one chunk of ROW_CHUNK query rows, in the task's scratch. */
+typedef struct row_chunk {
     float *qt;     /* [hd][ROW_CHUNK] Q^T */
     float *ot;     /* [round4(hd)][ROW_CHUNK] O^T */
-    float *st;     /* [TILE][ROW_CHUNK] S^T, then P^T */
-    float *ktile;  /* [TILE][hd] keys as f32 (f16 cache) */
-    float *vtile;  /* [TILE][hd] values as f32 (f16 cache) */
-    int32_t *last; /* [ROW_CHUNK] last visible key per row */
-} prefill_ctx;
+    float *m, *l;  /* [ROW_CHUNK] running max and sum */
+    int32_t *last; /* [ROW_CHUNK] last visible key per row (padding lanes repeat the last row) */
+} row_chunk;
+
+static size_t chunk_floats(int hd) { return (size_t)(hd + round4(hd)) * ROW_CHUNK + 3 * ROW_CHUNK; }
+
+static row_chunk chunk_at(float *base, int i, int hd) {
+    float *p = base + (size_t)i * chunk_floats(hd);
+    row_chunk ch = {.qt = p, .ot = p + (size_t)hd * ROW_CHUNK};
+    ch.m = ch.ot + (size_t)round4(hd) * ROW_CHUNK;
+    ch.l = ch.m + ROW_CHUNK;
+    ch.last = (int32_t *)(ch.l + ROW_CHUNK);
+    return ch;
+}
 
 /* Rows [j0, j0 + n) of one KV head, widened to f32 into dst[n][hd]. */
 static void widen_tile(const inf_kv_view *c, int j0, int n, int kvh, int hd, float *dst) {
     for (int j = 0; j < n; j++) {
-        const void *row = kv_row(c, j0 + j, kvh);
-        for (int i = 0; i < hd; i += 8) {
-            const int left = hd - i;
-            const __m256 x = kv_load8(c, row, i, left);
-            if (left >= 8) _mm256_storeu_ps(dst + (size_t)j * hd + i, x);
-            else _mm256_maskstore_ps(dst + (size_t)j * hd + i, tail_mask_avx2((size_t)left), x);
-        }
+        const uint16_t *row = kv_row(c, j0 + j, kvh);
+        float *d = dst + (size_t)j * hd;
+        int i = 0;
+        for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + i))));
+        for (; i < hd; i++) d[i] = inf_f16_to_f32(row[i]);
     }
 }
 
 /* S^T[j][rows] = scale * Σ_d K[j][d] Q^T[d][rows] for j < nj, four keys at a time. */
-static void score_tile(const prefill_ctx *c, const float *keys, size_t key_stride, int nj) {
-    const __m256 scale = _mm256_set1_ps(c->sh->scale);
+static void score_tile(const row_chunk *ch, int hd, float scale, const float *keys, size_t key_stride, int nj,
+                       float *st) {
+    const __m256 vscale = _mm256_set1_ps(scale);
     for (int j = 0; j < nj; j += 4) {
         const int nk = INF_MIN(4, nj - j);
         __m256 acc[4][RV];
@@ -173,10 +172,10 @@ static void score_tile(const prefill_ctx *c, const float *keys, size_t key_strid
         const float *kr[4];
         _Pragma("GCC unroll 4")
         for (int a = 0; a < 4; a++) kr[a] = keys + (size_t)(j + INF_MIN(a, nk - 1)) * key_stride;
-        for (int d = 0; d < c->hd; d++) {
+        for (int d = 0; d < hd; d++) {
             __m256 qv[RV];
             _Pragma("GCC unroll 2")
-            for (int r = 0; r < RV; r++) qv[r] = _mm256_load_ps(c->qt + (size_t)d * ROW_CHUNK + 8 * r);
+            for (int r = 0; r < RV; r++) qv[r] = _mm256_load_ps(ch->qt + (size_t)d * ROW_CHUNK + 8 * r);
             _Pragma("GCC unroll 4")
             for (int a = 0; a < 4; a++) {
                 const __m256 kb = _mm256_broadcast_ss(kr[a] + d);
@@ -189,25 +188,26 @@ static void score_tile(const prefill_ctx *c, const float *keys, size_t key_strid
         for (int a = 0; a < 4; a++)
             _Pragma("GCC unroll 2")
             for (int r = 0; r < RV; r++)
-                _mm256_store_ps(c->st + (size_t)(j + a) * ROW_CHUNK + 8 * r, _mm256_mul_ps(acc[a][r], scale));
+                _mm256_store_ps(st + (size_t)(j + a) * ROW_CHUNK + 8 * r, _mm256_mul_ps(acc[a][r], vscale));
     }
 }
 
 /* O^T[d][rows] += Σ_j P^T[j][rows] V[j][d] for j < nj, four dims at a time
  * (O^T has rows up to hd rounded up to 4, so all four are stored). */
-static void accumulate_tile(const prefill_ctx *c, const float *vals, size_t val_stride, int nj) {
-    for (int d = 0; d < c->hd; d += 4) {
-        const int nd = INF_MIN(4, c->hd - d);
+static void accumulate_tile(const row_chunk *ch, int hd, const float *vals, size_t val_stride, int nj,
+                            const float *pt) {
+    for (int d = 0; d < hd; d += 4) {
+        const int nd = INF_MIN(4, hd - d);
         __m256 acc[4][RV];
         _Pragma("GCC unroll 4")
         for (int a = 0; a < 4; a++)
             _Pragma("GCC unroll 2")
-            for (int r = 0; r < RV; r++) acc[a][r] = _mm256_load_ps(c->ot + (size_t)(d + a) * ROW_CHUNK + 8 * r);
+            for (int r = 0; r < RV; r++) acc[a][r] = _mm256_load_ps(ch->ot + (size_t)(d + a) * ROW_CHUNK + 8 * r);
         for (int j = 0; j < nj; j++) {
             const float *vr = vals + (size_t)j * val_stride + d;
             __m256 p[RV];
             _Pragma("GCC unroll 2")
-            for (int r = 0; r < RV; r++) p[r] = _mm256_load_ps(c->st + (size_t)j * ROW_CHUNK + 8 * r);
+            for (int r = 0; r < RV; r++) p[r] = _mm256_load_ps(pt + (size_t)j * ROW_CHUNK + 8 * r);
             _Pragma("GCC unroll 4")
             for (int a = 0; a < 4; a++) {
                 const __m256 vb = _mm256_broadcast_ss(vr + INF_MIN(a, nd - 1));
@@ -218,109 +218,124 @@ static void accumulate_tile(const prefill_ctx *c, const float *vals, size_t val_
         _Pragma("GCC unroll 4")
         for (int a = 0; a < 4; a++)
             _Pragma("GCC unroll 2")
-            for (int r = 0; r < RV; r++) _mm256_store_ps(c->ot + (size_t)(d + a) * ROW_CHUNK + 8 * r, acc[a][r]);
+            for (int r = 0; r < RV; r++) _mm256_store_ps(ch->ot + (size_t)(d + a) * ROW_CHUNK + 8 * r, acc[a][r]);
     }
 }
 
-/* Query rows [row0, row0 + nr) of the task (row = token * group + head):
- * transpose in, walk the key tiles, transpose out. */
-static void prefill_rows(const prefill_ctx *c, const float *q, float *out, int t0, int row0, int nr) {
-    const inf_attn_shape *sh = c->sh;
-    const int hd = c->hd, group = c->group;
-    int max_last = 0;
-    for (int r = 0; r < ROW_CHUNK; r++) {
-        const int row = row0 + INF_MIN(r, nr - 1); /* padding lanes repeat the last row */
-        const int t = t0 + row / group, h = c->kvh * group + row % group;
-        const float *qr = q + ((size_t)t * sh->n_head + h) * hd;
-        for (int d = 0; d < hd; d++) c->qt[(size_t)d * ROW_CHUNK + r] = qr[d];
-        c->last[r] = sh->pos0 + t;
-        max_last = INF_MAX(max_last, c->last[r]);
-    }
-    memset(c->ot, 0, (size_t)round4(hd) * ROW_CHUNK * sizeof(float));
-    __m256 m[RV], l[RV];
-    for (int r = 0; r < RV; r++) {
-        m[r] = _mm256_set1_ps(-INFINITY);
-        l[r] = _mm256_setzero_ps();
-    }
-    const int min_last = c->last[0]; /* rows are in token order */
-    const bool f16 = c->k->type == INF_KV_F16;
-    for (int j0 = 0; j0 <= max_last; j0 += TILE) {
-        const int nj = INF_MIN(TILE, max_last + 1 - j0);
-        const float *keys, *vals;
-        size_t key_stride, val_stride;
-        if (f16) {
-            widen_tile(c->k, j0, nj, c->kvh, hd, c->ktile);
-            widen_tile(c->v, j0, nj, c->kvh, hd, c->vtile);
-            keys = c->ktile;
-            vals = c->vtile;
-            key_stride = val_stride = (size_t)hd;
-        } else {
-            keys = kv_row(c->k, j0, c->kvh);
-            vals = kv_row(c->v, j0, c->kvh);
-            key_stride = c->k->pos_stride;
-            val_stride = c->v->pos_stride;
-        }
-        score_tile(c, keys, key_stride, nj);
-        /* mask keys past each row's last position */
-        if (j0 + nj - 1 > min_last) {
-            for (int j = 0; j < nj; j++)
-                for (int r = 0; r < RV; r++) {
-                    const __m256i last = _mm256_load_si256((const __m256i *)(c->last + 8 * r));
-                    const __m256 hidden = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(j0 + j), last));
-                    float *sp = c->st + (size_t)j * ROW_CHUNK + 8 * r;
-                    _mm256_store_ps(sp, _mm256_blendv_ps(_mm256_load_ps(sp), _mm256_set1_ps(-INFINITY), hidden));
-                }
-        }
-        /* online softmax, lane-wise */
-        for (int r = 0; r < RV; r++) {
-            __m256 mx = _mm256_set1_ps(-INFINITY);
-            for (int j = 0; j < nj; j++) mx = _mm256_max_ps(mx, _mm256_load_ps(c->st + (size_t)j * ROW_CHUNK + 8 * r));
-            const __m256 raised = _mm256_cmp_ps(mx, m[r], _CMP_GT_OQ);
-            if (_mm256_movemask_ps(raised)) {
-                const __m256 m_new = _mm256_blendv_ps(m[r], mx, raised);
-                const __m256 corr = _mm256_blendv_ps(_mm256_set1_ps(1.0f), vexp_avx2(_mm256_sub_ps(m[r], m_new)), raised);
-                l[r] = _mm256_mul_ps(l[r], corr);
-                for (int d = 0; d < hd; d++) {
-                    float *op = c->ot + (size_t)d * ROW_CHUNK + 8 * r;
-                    _mm256_store_ps(op, _mm256_mul_ps(_mm256_load_ps(op), corr));
-                }
-                m[r] = m_new;
+/* One chunk's share of key tile [j0, j0 + nj): scores, causal mask, online
+ * softmax (lane-wise), values. st is the tile's S^T scratch. */
+static void chunk_tile(const row_chunk *ch, int hd, float scale, int j0, int nj, const float *keys,
+                       size_t key_stride, const float *vals, size_t val_stride, float *st) {
+    score_tile(ch, hd, scale, keys, key_stride, nj, st);
+    if (j0 + nj - 1 > ch->last[0]) { /* rows are in token order: last[0] is the least */
+        for (int j = 0; j < nj; j++)
+            for (int r = 0; r < RV; r++) {
+                const __m256i last = _mm256_load_si256((const __m256i *)(ch->last + 8 * r));
+                const __m256 hidden = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(j0 + j), last));
+                float *sp = st + (size_t)j * ROW_CHUNK + 8 * r;
+                _mm256_store_ps(sp, _mm256_blendv_ps(_mm256_load_ps(sp), _mm256_set1_ps(-INFINITY), hidden));
             }
-            for (int j = 0; j < nj; j++) {
-                float *sp = c->st + (size_t)j * ROW_CHUNK + 8 * r;
-                const __m256 p = vexp_avx2(_mm256_sub_ps(_mm256_load_ps(sp), m[r]));
-                _mm256_store_ps(sp, p);
-                l[r] = _mm256_add_ps(l[r], p);
-            }
-        }
-        accumulate_tile(c, vals, val_stride, nj);
     }
-    /* out = O / l */
-    float inv[ROW_CHUNK];
     for (int r = 0; r < RV; r++) {
-        const __m256 pos = _mm256_cmp_ps(l[r], _mm256_setzero_ps(), _CMP_GT_OQ);
-        _mm256_storeu_ps(inv + 8 * r, _mm256_and_ps(pos, _mm256_div_ps(_mm256_set1_ps(1.0f), l[r])));
+        __m256 m = _mm256_load_ps(ch->m + 8 * r), l = _mm256_load_ps(ch->l + 8 * r);
+        __m256 mx = _mm256_set1_ps(-INFINITY);
+        for (int j = 0; j < nj; j++) mx = _mm256_max_ps(mx, _mm256_load_ps(st + (size_t)j * ROW_CHUNK + 8 * r));
+        const __m256 raised = _mm256_cmp_ps(mx, m, _CMP_GT_OQ);
+        if (_mm256_movemask_ps(raised)) {
+            const __m256 m_new = _mm256_blendv_ps(m, mx, raised);
+            const __m256 corr = _mm256_blendv_ps(_mm256_set1_ps(1.0f), vexp_avx2(_mm256_sub_ps(m, m_new)), raised);
+            l = _mm256_mul_ps(l, corr);
+            for (int d = 0; d < hd; d++) {
+                float *op = ch->ot + (size_t)d * ROW_CHUNK + 8 * r;
+                _mm256_store_ps(op, _mm256_mul_ps(_mm256_load_ps(op), corr));
+            }
+            m = m_new;
+        }
+        for (int j = 0; j < nj; j++) {
+            float *sp = st + (size_t)j * ROW_CHUNK + 8 * r;
+            const __m256 p = vexp_avx2(_mm256_sub_ps(_mm256_load_ps(sp), m));
+            _mm256_store_ps(sp, p);
+            l = _mm256_add_ps(l, p);
+        }
+        _mm256_store_ps(ch->m + 8 * r, m);
+        _mm256_store_ps(ch->l + 8 * r, l);
     }
-    for (int r = 0; r < nr; r++) {
-        const int row = row0 + r;
-        const int t = t0 + row / group, h = c->kvh * group + row % group;
-        float *dst = out + ((size_t)t * sh->n_head + h) * hd;
-        for (int d = 0; d < hd; d++) dst[d] = c->ot[(size_t)d * ROW_CHUNK + r] * inv[r];
-    }
+    accumulate_tile(ch, hd, vals, val_stride, nj, st);
 }
 
+/* Scratch: [chunks] row_chunk states, then S^T [TILE][ROW_CHUNK], then the
+ * K and V tiles [TILE][hd] each. */
+static size_t prefill_floats(int hd, int group) {
+    const int chunks = (INF_X86_ATTN_BLOCK * group + ROW_CHUNK - 1) / ROW_CHUNK;
+    return (size_t)chunks * chunk_floats(hd) + TILE * ROW_CHUNK + 2 * (size_t)TILE * hd;
+}
+
+size_t inf_avx2_attn_tmp_bytes(const inf_attn_shape *sh) {
+    const size_t hd = (size_t)sh->head_dim, group = (size_t)(sh->n_head / sh->n_head_kv);
+    const size_t decode = group * TILE + group * hd + 2 * group; /* scores, o, m, l */
+    const size_t prefill = prefill_floats(sh->head_dim, (int)group);
+    return (decode > prefill ? decode : prefill) * sizeof(float) + 32;
+}
+
+/* Query tokens [t0, t1) of KV head kvh: rows (row = token * group + head)
+ * in chunks of ROW_CHUNK; each key tile is read (f16: widened) once and
+ * applied to every chunk that sees any of it. */
 void inf_avx2_attn_prefill(const inf_attn_shape *sh, const float *q, const inf_kv_view *k, const inf_kv_view *v,
                            float *out, int kvh, int t0, int t1, void *tmp) {
     const int hd = sh->head_dim, group = sh->n_head / sh->n_head_kv;
+    const int rows = (t1 - t0) * group, n_chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
     float *base = (float *)(((uintptr_t)tmp + 31) & ~(uintptr_t)31);
-    prefill_ctx c = {.sh = sh, .k = k, .v = v, .kvh = kvh, .group = group, .hd = hd};
-    c.qt = base;
-    c.ot = c.qt + (size_t)hd * ROW_CHUNK;
-    c.st = c.ot + (size_t)round4(hd) * ROW_CHUNK;
-    c.ktile = c.st + (size_t)TILE * ROW_CHUNK;
-    c.vtile = c.ktile + (size_t)TILE * hd;
-    c.last = (int32_t *)(c.vtile + (size_t)TILE * hd);
-    const int rows = (t1 - t0) * group;
-    for (int row0 = 0; row0 < rows; row0 += ROW_CHUNK)
-        prefill_rows(&c, q, out, t0, row0, INF_MIN(ROW_CHUNK, rows - row0));
+    float *st = base + (size_t)n_chunks * chunk_floats(hd); /* [TILE][ROW_CHUNK] */
+    float *ktile = st + TILE * ROW_CHUNK, *vtile = ktile + (size_t)TILE * hd; /* [TILE][hd] */
+    for (int i = 0; i < n_chunks; i++) {
+        const row_chunk ch = chunk_at(base, i, hd);
+        for (int r = 0; r < ROW_CHUNK; r++) {
+            const int row = INF_MIN(i * ROW_CHUNK + r, rows - 1);
+            const int t = t0 + row / group, h = kvh * group + row % group;
+            const float *qr = q + ((size_t)t * sh->n_head + h) * hd;
+            for (int d = 0; d < hd; d++) ch.qt[(size_t)d * ROW_CHUNK + r] = qr[d];
+            ch.last[r] = sh->pos0 + t;
+            ch.m[r] = -INFINITY;
+            ch.l[r] = 0.0f;
+        }
+        memset(ch.ot, 0, (size_t)round4(hd) * ROW_CHUNK * sizeof(float));
+    }
+    const bool f16 = k->type == INF_KV_F16;
+    const int max_last = sh->pos0 + t1 - 1;
+    for (int j0 = 0; j0 <= max_last; j0 += TILE) {
+        const int nj = INF_MIN(TILE, max_last + 1 - j0);
+        const float *keys = ktile, *vals = vtile;
+        size_t key_stride = (size_t)hd, val_stride = (size_t)hd;
+        if (f16) {
+            widen_tile(k, j0, nj, kvh, hd, ktile);
+            widen_tile(v, j0, nj, kvh, hd, vtile);
+        } else {
+            keys = kv_row(k, j0, kvh);
+            vals = kv_row(v, j0, kvh);
+            key_stride = k->pos_stride;
+            val_stride = v->pos_stride;
+        }
+        for (int i = 0; i < n_chunks; i++) {
+            const row_chunk ch = chunk_at(base, i, hd);
+            const int chunk_last = ch.last[ROW_CHUNK - 1];
+            if (j0 > chunk_last) continue;
+            chunk_tile(&ch, hd, sh->scale, j0, INF_MIN(nj, chunk_last + 1 - j0), keys, key_stride, vals, val_stride, st);
+        }
+    }
+    /* out = O / l */
+    for (int i = 0; i < n_chunks; i++) {
+        const row_chunk ch = chunk_at(base, i, hd);
+        float inv[ROW_CHUNK];
+        for (int r = 0; r < RV; r++) {
+            const __m256 l = _mm256_load_ps(ch.l + 8 * r);
+            const __m256 pos = _mm256_cmp_ps(l, _mm256_setzero_ps(), _CMP_GT_OQ);
+            _mm256_storeu_ps(inv + 8 * r, _mm256_and_ps(pos, _mm256_div_ps(_mm256_set1_ps(1.0f), l)));
+        }
+        for (int r = 0; r < ROW_CHUNK && i * ROW_CHUNK + r < rows; r++) {
+            const int row = i * ROW_CHUNK + r;
+            const int t = t0 + row / group, h = kvh * group + row % group;
+            float *dst = out + ((size_t)t * sh->n_head + h) * hd;
+            for (int d = 0; d < hd; d++) dst[d] = ch.ot[(size_t)d * ROW_CHUNK + r] * inv[r];
+        }
+    }
 }

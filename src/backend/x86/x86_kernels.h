@@ -13,8 +13,9 @@
 enum { INF_X86_GEMM_ROWS = 64, INF_X86_ATTN_BLOCK = 32 };
 
 /* ---- avx2. Its gemm panels hold int16 quants (Q8_0) or f32, twice
- * avx512's bytes per row for Q8_0, so a task packs half the rows (the
- * panel stays in a 256 KiB-1 MiB L2 for 1k-3k columns). */
+ * avx512's bytes per row for Q8_0, so a task packs half the rows: 32 rows
+ * of 3072 Q8_0 columns are 209 KiB, within a 256 KiB L2 (64 rows measured
+ * 3% faster on a 1 MiB L2). */
 enum { INF_AVX2_GEMM_ROWS = 32 };
 size_t inf_avx2_act_row_bytes(inf_dtype type, int64_t cols);
 void inf_avx2_act_prepare(inf_dtype type, const float *x, int64_t cols, void *row);
