@@ -34,6 +34,10 @@
 
 enum {
     MV_TOKENS = 4,   /* activation rows per pass of matvec */
+    /* Q8_0 matvec: weight bytes read ahead into L2 by software prefetch.
+     * The hardware prefetchers alone kept one thread at ~20 GB/s of weights
+     * from DRAM against ~29 GB/s of plain reads; 8 KiB ahead gives 27-29. */
+    Q8_PREFETCH_BYTES = 8192,
     GEMM_TOKENS = 8, /* tokens of the gemm register tile */
     GROUP = 16,      /* weight rows per packed group: one vector of lanes */
     QK = INF_Q8_0_BLOCK,
@@ -195,6 +199,10 @@ INLINE void q8_matvec_nt(const inf_weight *w, const inf_act *a, int t0, const in
         for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = _mm512_setzero_ps();
         int64_t b = 0;
         for (; b + 4 <= nb; b += 4) {
+            const char *ahead = (const char *)(wr + b) + Q8_PREFETCH_BYTES;
+            _mm_prefetch(ahead, _MM_HINT_T1);
+            _mm_prefetch(ahead + 64, _MM_HINT_T1);
+            _mm_prefetch(ahead + 128, _MM_HINT_T1);
             q8_pair(wr, b, xa, NT, acc0);
             q8_pair(wr, b + 2, xa, NT, acc1);
         }
