@@ -385,6 +385,9 @@ inf_status inf_synth_write(const inf_synth_options *opt, const char *path, inf_e
  * bytes must be at least 1 MiB. */
 inf_status inf_measure_read_bandwidth(int n_threads, size_t bytes, double *gb_s, inf_error *err);
 
+/* Physical cores of this machine (the default thread count); at least 1. */
+int inf_physical_cores(void);
+
 #ifdef __cplusplus
 }
 #endif

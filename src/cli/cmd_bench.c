@@ -434,17 +434,20 @@ static int run_cases(bench_ctx *b) {
 static int bench_model(bench_opts *o, int need) {
     bench_ctx b = {.o = o, .progress = isatty(STDERR_FILENO) == 1};
     b.kv_elem_bytes = o->model.kv_type == INF_KV_F16 ? 2 : 4;
+    /* Before the model exists: the measuring child is forked from a process
+     * that has no other threads yet (a fork while the thread pool runs can
+     * leave an allocator lock held in the child). */
+    if (o->bw_mib > 0) {
+        if (b.progress) fprintf(stderr, "inferno bench: measuring the read bandwidth...");
+        b.bw_gb_s = measure_bandwidth(o->model.n_threads > 0 ? o->model.n_threads : inf_physical_cores(), o->bw_mib);
+        progress(&b, "", -1);
+    }
     double t0 = now_s();
     b.model = cli_load_model("bench", &o->model);
     double load_s = now_s() - t0;
     if (!b.model) return EXIT_RUNTIME;
     inf_model_get_info(b.model, &b.info);
     b.n_ordinary = ordinary_token_count(b.model, b.info.n_vocab);
-    if (o->bw_mib > 0) {
-        if (b.progress) fprintf(stderr, "inferno bench: measuring the read bandwidth...");
-        b.bw_gb_s = measure_bandwidth(b.info.n_threads, o->bw_mib);
-        progress(&b, "", -1);
-    }
     int rc = 0;
     inf_error err = {0};
     b.tokens = malloc((size_t)need * sizeof *b.tokens);

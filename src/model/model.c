@@ -37,7 +37,7 @@ void inf_load_options_default(inf_load_options *opt) {
     opt->kv_type = INF_KV_F32;
 }
 
-static int physical_cores(void) {
+int inf_physical_cores(void) {
     /* Count distinct (physical id, core id) pairs; fall back to online CPUs. */
     FILE *f = fopen("/proc/cpuinfo", "r");
     long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -294,7 +294,7 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
         return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", path);
     }
     m->opt = *opt;
-    if (m->opt.n_threads == 0) m->opt.n_threads = physical_cores();
+    if (m->opt.n_threads == 0) m->opt.n_threads = inf_physical_cores();
     if (opt->progress) opt->progress(0.0, opt->progress_user);
     inf_status st = gguf_open_progress(path, opt->use_mmap ? GGUF_OPEN_MMAP : GGUF_OPEN_READ, opt->progress,
                                        opt->progress_user, &m->file, err);
