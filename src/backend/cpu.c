@@ -254,6 +254,15 @@ static void ref_matmul_task(void *ctx, int task, int thread) {
  * (another process on its core, or the caller's serial work). */
 enum { MATVEC_MIN_TASK_BYTES = 128 * 1024, MATVEC_TASKS_PER_THREAD = 16 };
 
+/* Rounds j->x into j->scratch once for all the tasks (for gemm or for
+ * matvec, as j->gemm says) and points j->act at it. */
+static void prepare_act(matmul_job *j) {
+    const inf_kernels *k = j->c->k;
+    j->act = (inf_act){.data = j->scratch, .stride = j->gemm ? 0 : k->act_row_bytes(j->w->type, j->w->cols), .n = j->n};
+    j->tasks = j->n >= 64 ? j->c->n_threads * 4 : 1;
+    run_tasks(j->c, j->tasks, act_task, j, (double)j->w->cols * j->n);
+}
+
 static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
                        void *scratch) {
     cpu_backend *c = cpu_of(self);
@@ -276,11 +285,8 @@ static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x,
         return;
     }
 
-    /* round the activations once, shared by all tasks */
     j.gemm = c->k->gemm && n >= c->k->gemm_min_tokens && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols));
-    j.act = (inf_act){.data = scratch, .stride = j.gemm ? 0 : c->k->act_row_bytes(w->type, w->cols), .n = n};
-    j.tasks = n >= 64 ? c->n_threads * 4 : 1;
-    run_tasks(c, j.tasks, act_task, &j, (double)w->cols * n);
+    prepare_act(&j);
 
     if (j.gemm) {
         j.tasks = (int)((w->rows + c->k->gemm_rows - 1) / c->k->gemm_rows);
@@ -332,9 +338,7 @@ static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, in
         return;
     }
     matmul_job prep = {.c = c, .w = w[0], .x = x, .n = n, .scratch = scratch};
-    prep.act = (inf_act){.data = scratch, .stride = c->k->act_row_bytes(w[0]->type, w[0]->cols), .n = n};
-    prep.tasks = n >= 64 ? c->n_threads * 4 : 1;
-    run_tasks(c, prep.tasks, act_task, &prep, (double)w[0]->cols * n);
+    prepare_act(&prep);
 
     group_job j = {.c = c, .w = w, .y = y, .count = count, .act = prep.act};
     for (int i = 0; i < count; i++) j.total_rows += w[i]->rows;

@@ -92,6 +92,12 @@ typedef struct inf_kernels {
     int (*argmax)(const float *x, int n);
 } inf_kernels;
 
+/* The activation row layout of the AVX2 and NEON matvecs, prepared
+ * portably (act_row.c): act_row_bytes for both, act_prepare for all but
+ * F16, which each ISA rounds with its own instructions. */
+size_t inf_act_row_bytes_common(inf_dtype type, int64_t cols);
+void inf_act_prepare_common(inf_dtype type, const float *x, int64_t cols, void *row);
+
 /* The tables; NULL when the ISA is not compiled into this build. */
 const inf_kernels *inf_kernels_avx2(void);
 const inf_kernels *inf_kernels_avx512(void);

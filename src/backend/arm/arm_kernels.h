@@ -12,7 +12,6 @@
 
 /* ---- neon: no gemm (matvec serves every token count) and no attention
  * (the reference, threaded) */
-size_t inf_neon_act_row_bytes(inf_dtype type, int64_t cols);
 void inf_neon_act_prepare(inf_dtype type, const float *x, int64_t cols, void *row);
 /* Q8_0 block dots by widening multiplies (SMULL + SADALP). */
 void inf_neon_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,

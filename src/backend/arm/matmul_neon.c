@@ -8,7 +8,7 @@
  * SDOT the block dot is widening multiplies: SMULL gives exact int16
  * products (|w x| <= 128 * 128), SADALP adds their pairs into int32 lanes.
  * Each block's 4 integer lanes are scaled by d_w * d_x and accumulated in
- * f32 (matmul_dotprod.c does the same with SDOT's lanes).
+ * f32 (the loop of q8_matvec_neon.h, which matmul_dotprod.c shares).
  * BF16 and F16: both operands widened to f32 (exact: FCVTL is base
  * ARMv8; bf16 is a shift), FMA. Summation order differs from ref.c (f32
  * lanes instead of a double): see kernels.h.
@@ -18,43 +18,23 @@
 #include "core/common.h"
 #include "core/dtype.h"
 
+#include "backend/arm/q8_matvec_neon.h"
+
 #include <arm_neon.h>
 #include <string.h>
 
-enum { MV_TOKENS = 4, QK = INF_Q8_0_BLOCK };
+enum { MV_TOKENS = 4 };
 
-static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
-
-/* Q8_0 activation row: quants [nb][32] int8, then scales [nb] f32 (the f16 value).
- * BF16 and F16 rows hold the rounded values as f32; F32 rows a copy. */
-size_t inf_neon_act_row_bytes(inf_dtype type, int64_t cols) {
-    if (type == INF_DTYPE_Q8_0) return round64((size_t)(cols / QK) * (QK + 4));
-    return (size_t)cols * 4;
-}
-
+/* Activation rows as act_row.c lays them out; F16 rounded with FCVTN/FCVTL. */
 void inf_neon_act_prepare(inf_dtype type, const float *x, int64_t cols, void *row) {
+    if (type != INF_DTYPE_F16) {
+        inf_act_prepare_common(type, x, cols, row);
+        return;
+    }
     float *xf = row;
     int64_t i = 0;
-    switch (type) {
-    case INF_DTYPE_Q8_0: {
-        const int64_t nb = cols / QK;
-        inf_block_q8_0 blk;
-        for (int64_t b = 0; b < nb; b++) {
-            inf_quantize_row_q8_0(x + b * QK, &blk, QK);
-            memcpy((int8_t *)row + b * QK, blk.q, QK);
-            ((float *)((char *)row + nb * QK))[b] = inf_f16_to_f32(blk.d);
-        }
-        return;
-    }
-    case INF_DTYPE_BF16:
-        for (; i < cols; i++) xf[i] = inf_bf16_to_f32(inf_f32_to_bf16(x[i]));
-        return;
-    case INF_DTYPE_F16: /* FCVTN rounds to nearest even, as inf_f32_to_f16 */
-        for (; i + 4 <= cols; i += 4) vst1q_f32(xf + i, vcvt_f32_f16(vcvt_f16_f32(vld1q_f32(x + i))));
-        for (; i < cols; i++) xf[i] = inf_f16_to_f32(inf_f32_to_f16(x[i]));
-        return;
-    case INF_DTYPE_F32: memcpy(row, x, (size_t)cols * 4); return;
-    }
+    for (; i + 4 <= cols; i += 4) vst1q_f32(xf + i, vcvt_f32_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+    for (; i < cols; i++) xf[i] = inf_f16_to_f32(inf_f32_to_f16(x[i]));
 }
 
 /* The exact integer dot of one Q8_0 weight block (w0, w1) with one
@@ -65,32 +45,6 @@ static int32x4_t q8_dot(int8x16_t w0, int8x16_t w1, const int8_t *x) {
     d = vpadalq_s16(d, vmull_high_s8(w0, x0));
     d = vpadalq_s16(d, vmull_s8(vget_low_s8(w1), vget_low_s8(x1)));
     return vpadalq_s16(d, vmull_high_s8(w1, x1));
-}
-
-static void q8_matvec(const inf_weight *w, const inf_act *a, int t0, int nt, int64_t r0, int64_t r1,
-                      float *y, size_t y_stride) {
-    const int64_t nb = w->cols / QK;
-    const int8_t *xq[MV_TOKENS];
-    const float *dx[MV_TOKENS];
-    for (int t = 0; t < nt; t++) {
-        xq[t] = (const int8_t *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
-        dx[t] = (const float *)(xq[t] + nb * QK);
-    }
-    for (int64_t r = r0; r < r1; r++) {
-        const inf_block_q8_0 *wr = (const inf_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
-        float32x4_t acc[MV_TOKENS][2];
-        for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = vdupq_n_f32(0.0f);
-        for (int64_t b = 0; b < nb; b++) {
-            const int8x16_t w0 = vld1q_s8(wr[b].q), w1 = vld1q_s8(wr[b].q + 16);
-            const float dw = inf_f16_to_f32(wr[b].d);
-            for (int t = 0; t < nt; t++) {
-                const float32x4_t d = vcvtq_f32_s32(q8_dot(w0, w1, xq[t] + b * QK));
-                acc[t][b & 1] = vfmaq_f32(acc[t][b & 1], d, vdupq_n_f32(dw * dx[t][b]));
-            }
-        }
-        for (int t = 0; t < nt; t++)
-            y[(size_t)(t0 + t) * y_stride + (size_t)r] = vaddvq_f32(vaddq_f32(acc[t][0], acc[t][1]));
-    }
 }
 
 /* 8 weights of a row from element k, widened to f32 (two halves). */
@@ -154,7 +108,7 @@ static void f_matvec(const inf_weight *w, const inf_act *a, int t0, int nt, int6
 void inf_neon_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
     for (int t0 = 0; t0 < a->n; t0 += MV_TOKENS) {
         const int nt = INF_MIN(MV_TOKENS, a->n - t0);
-        if (w->type == INF_DTYPE_Q8_0) q8_matvec(w, a, t0, nt, r0, r1, y, y_stride);
+        if (w->type == INF_DTYPE_Q8_0) q8_matvec_with(q8_dot, w, a, t0, nt, r0, r1, y, y_stride);
         else f_matvec(w, a, t0, nt, r0, r1, y, y_stride);
     }
 }

@@ -12,7 +12,7 @@
 
 static const inf_kernels neon_table = {
     .name = "neon",
-    .act_row_bytes = inf_neon_act_row_bytes,
+    .act_row_bytes = inf_act_row_bytes_common,
     .act_prepare = inf_neon_act_prepare,
     .matvec = inf_neon_matvec,
     .rmsnorm = inf_neon_rmsnorm,
@@ -25,7 +25,7 @@ static const inf_kernels neon_table = {
 
 static const inf_kernels neon_dotprod_table = {
     .name = "neon",
-    .act_row_bytes = inf_neon_act_row_bytes,
+    .act_row_bytes = inf_act_row_bytes_common,
     .act_prepare = inf_neon_act_prepare,
     .matvec = inf_dotprod_matvec,
     .rmsnorm = inf_neon_rmsnorm,

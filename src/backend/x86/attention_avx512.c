@@ -70,9 +70,8 @@ static void widen_tile(const inf_kv_view *c, int j0, int n, int kvh, int hd, flo
 
 enum { DECODE_HEADS = 8 }; /* query heads per pass over the cache */
 
-/* 16 cached elements of row j from element i (masked), widened to f32. */
-INLINE __m512 row_load(const char *base, size_t row_bytes, int j, int i, __mmask16 m, const bool F16) {
-    const char *row = base + (size_t)j * row_bytes;
+/* 16 elements of a cached row from element i (masked), widened to f32. */
+INLINE __m512 row_load(const char *row, int i, __mmask16 m, const bool F16) {
     if (F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
     return _mm512_maskz_loadu_ps(m, (const float *)row + i);
 }
@@ -127,7 +126,7 @@ INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, s
 #define Q_LOAD(g) const __m512 q##g = (g) < G ? _mm512_maskz_loadu_ps(mk, q + (size_t)(g) * hd + i) : zero;
                 REPEAT8(Q_LOAD)
 #undef Q_LOAD
-#define K_LOAD(jj) const __m512 k##jj = (jj) < KB ? row_load(r##jj, 0, 0, i, mk, F16) : zero;
+#define K_LOAD(jj) const __m512 k##jj = (jj) < KB ? row_load(r##jj, i, mk, F16) : zero;
                 REPEAT16(K_LOAD)
 #undef K_LOAD
 #define K_FMA(p) a##p = _mm512_fmadd_ps(SEL8((p) % G, q), SEL16((p) / G, k), a##p);
@@ -187,7 +186,7 @@ INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, s
 #define P_BCAST(g) const __m512 pb##g = (g) < G ? _mm512_set1_ps(s[(g) * TILE + j]) : zero;
                 REPEAT8(P_BCAST)
 #undef P_BCAST
-#define V_LOAD(w) const __m512 v##w = (w) < W ? row_load(row, 0, 0, i0 + 16 * (w), m##w, F16) : zero;
+#define V_LOAD(w) const __m512 v##w = (w) < W ? row_load(row, i0 + 16 * (w), m##w, F16) : zero;
                 REPEAT8(V_LOAD)
 #undef V_LOAD
 #define V_FMA(p) if ((p) < G * W) c##p = _mm512_fmadd_ps(SEL8((p) / W, pb), SEL8((p) % W, v), c##p);

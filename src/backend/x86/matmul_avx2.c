@@ -41,37 +41,17 @@ enum { MV_TOKENS = 4, QK = INF_Q8_0_BLOCK };
 
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* Q8_0 activation row: quants [nb][32] int8, then scales [nb] f32 (the f16 value).
- * BF16 and F16 rows hold the rounded values as f32; F32 rows a copy. */
-size_t inf_avx2_act_row_bytes(inf_dtype type, int64_t cols) {
-    if (type == INF_DTYPE_Q8_0) return round64((size_t)(cols / QK) * (QK + 4));
-    return (size_t)cols * 4;
-}
-
+/* Activation rows as act_row.c lays them out; F16 rounded with F16C. */
 void inf_avx2_act_prepare(inf_dtype type, const float *x, int64_t cols, void *row) {
+    if (type != INF_DTYPE_F16) {
+        inf_act_prepare_common(type, x, cols, row);
+        return;
+    }
     float *xf = row;
     int64_t i = 0;
-    switch (type) {
-    case INF_DTYPE_Q8_0: {
-        const int64_t nb = cols / QK;
-        inf_block_q8_0 blk;
-        for (int64_t b = 0; b < nb; b++) {
-            inf_quantize_row_q8_0(x + b * QK, &blk, QK);
-            memcpy((int8_t *)row + b * QK, blk.q, QK);
-            ((float *)((char *)row + nb * QK))[b] = inf_f16_to_f32(blk.d);
-        }
-        return;
-    }
-    case INF_DTYPE_BF16:
-        for (; i < cols; i++) xf[i] = inf_bf16_to_f32(inf_f32_to_bf16(x[i]));
-        return;
-    case INF_DTYPE_F16:
-        for (; i + 8 <= cols; i += 8)
-            _mm256_storeu_ps(xf + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
-        for (; i < cols; i++) xf[i] = inf_f16_to_f32(inf_f32_to_f16(x[i]));
-        return;
-    case INF_DTYPE_F32: memcpy(row, x, (size_t)cols * 4); return;
-    }
+    for (; i + 8 <= cols; i += 8)
+        _mm256_storeu_ps(xf + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < cols; i++) xf[i] = inf_f16_to_f32(inf_f32_to_f16(x[i]));
 }
 
 /* The exact integer dot of one Q8_0 weight block with one activation block, in 8 int32 lanes. */

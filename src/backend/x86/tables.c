@@ -10,7 +10,7 @@
 
 static const inf_kernels avx2_table = {
     .name = "avx2",
-    .act_row_bytes = inf_avx2_act_row_bytes,
+    .act_row_bytes = inf_act_row_bytes_common,
     .act_prepare = inf_avx2_act_prepare,
     .matvec = inf_avx2_matvec,
     .gemm_prepare = inf_avx2_gemm_prepare,

@@ -17,7 +17,6 @@ enum { INF_X86_GEMM_ROWS = 64, INF_X86_ATTN_BLOCK = 32 };
  * of 3072 Q8_0 columns are 209 KiB, within a 256 KiB L2 (64 rows measured
  * 3% faster on a 1 MiB L2). */
 enum { INF_AVX2_GEMM_ROWS = 32 };
-size_t inf_avx2_act_row_bytes(inf_dtype type, int64_t cols);
 void inf_avx2_act_prepare(inf_dtype type, const float *x, int64_t cols, void *row);
 void inf_avx2_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
                      size_t y_stride);

@@ -1,0 +1,44 @@
+/*
+ * act_row.c — the activation rows the AVX2 and NEON matvecs read (kernels.h
+ * act_row_bytes / act_prepare), prepared portably; those ISAs replace only
+ * the F16 rounding loop with their own conversion instructions.
+ *   Q8_0: quants [nb][32] int8 (inf_quantize_row_q8_0), then scales [nb]
+ *         f32 (the block's f16 scale widened), the row padded to 64 bytes;
+ *   BF16, F16: the values rounded to the type, kept as f32 [cols];
+ *   F32: a copy.
+ */
+#include "backend/kernels.h"
+
+#include "core/dtype.h"
+
+#include <string.h>
+
+enum { QK = INF_Q8_0_BLOCK };
+
+size_t inf_act_row_bytes_common(inf_dtype type, int64_t cols) {
+    if (type == INF_DTYPE_Q8_0) return ((size_t)(cols / QK) * (QK + 4) + 63) & ~(size_t)63;
+    return (size_t)cols * 4;
+}
+
+void inf_act_prepare_common(inf_dtype type, const float *x, int64_t cols, void *row) {
+    float *xf = row;
+    switch (type) {
+    case INF_DTYPE_Q8_0: {
+        const int64_t nb = cols / QK;
+        inf_block_q8_0 blk;
+        for (int64_t b = 0; b < nb; b++) {
+            inf_quantize_row_q8_0(x + b * QK, &blk, QK);
+            memcpy((int8_t *)row + b * QK, blk.q, QK);
+            ((float *)((char *)row + nb * QK))[b] = inf_f16_to_f32(blk.d);
+        }
+        return;
+    }
+    case INF_DTYPE_BF16:
+        for (int64_t i = 0; i < cols; i++) xf[i] = inf_bf16_to_f32(inf_f32_to_bf16(x[i]));
+        return;
+    case INF_DTYPE_F16:
+        for (int64_t i = 0; i < cols; i++) xf[i] = inf_f16_to_f32(inf_f32_to_f16(x[i]));
+        return;
+    case INF_DTYPE_F32: memcpy(row, x, (size_t)cols * 4); return;
+    }
+}
