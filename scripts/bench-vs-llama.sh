@@ -3,7 +3,8 @@
 # the same cases, weights in anonymous memory on both sides, the two engines
 # run alternately (round 1 inferno first, round 2 llama.cpp first, ...), and
 # prints per case the median over the rounds of each engine's tok/s, their
-# ratio, inferno's GB/s and % of the measured read bandwidth, and issue 4's
+# ratio, the median (min-max) of the per-round ratios (each inferno run
+# against the llama.cpp run next to it), inferno's GB/s and % of the measured read bandwidth, and issue 4's
 # target for that figure.
 #
 #   sh scripts/bench-vs-llama.sh [-m MODEL]... [-t 2,1] [-r 3] [--reps 3]
@@ -45,7 +46,7 @@ kv=f16
 mmap=0
 poll=50
 table_file=""
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
 need_value() { [ $# -ge 2 ] || { echo "bench-vs-llama: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -99,6 +100,10 @@ for (const g of groups.values()) {
   if (g.kind === "summary") continue;
   const type = (g.inferno[0] || {}).weight_type || "?";
   const ours = pick(g.inferno, "tok_s_median"), theirs = pick(g.llama, "tok_s_median");
+  // each round's inferno run against the llama.cpp run next to it: the
+  // VM's bandwidth drifts over minutes, less between neighbouring runs
+  const paired = g.inferno.map((r) => [r, g.llama.find((l) => l.round === r.round)])
+    .filter(([r, l]) => l && r.tok_s_median > 0 && l.tok_s_median > 0).map(([r, l]) => r.tok_s_median / l.tok_s_median);
   let target = null;
   if (g.threads === 1) target = { ratio: 1.0 };
   else if (g.threads === 2 && type === "q8_0") target = g.kind === "prefill" ? { ratio: 1.5 } : g.depth === 17 ? { ratio: 2.0, bw_pct: 75 } : null;
@@ -107,6 +112,7 @@ for (const g of groups.values()) {
     kind: "comparison", file: g.file, weight_type: type, threads: g.threads, case: g.kind, tokens: g.tokens, depth: g.depth,
     rounds: Math.min(g.inferno.length, g.llama.length),
     inferno_tok_s: ours, llama_tok_s: theirs, ratio: ours / theirs,
+    paired_ratio_median: median(paired), paired_ratio_min: Math.min(...paired), paired_ratio_max: Math.max(...paired),
     inferno_ttft_ms: g.kind === "prefill" ? pick(g.inferno, "ttft_ms_median") : null,
     gb_s: g.kind === "decode" ? pick(g.inferno, "gb_s") : null,
     bw_pct: g.kind === "decode" ? pick(g.inferno, "bw_pct") : null,
@@ -115,7 +121,7 @@ for (const g of groups.values()) {
 }
 const f = (x, d) => (typeof x === "number" && isFinite(x) ? x.toFixed(d) : "-");
 const caseName = (r) => (r.case === "prefill" ? `pp${r.tokens}` : `tg${r.tokens}@d${r.depth}`);
-console.log(`\n${"model".padEnd(30)} ${"thr".padStart(3)} ${"case".padEnd(12)} ${"inferno".padStart(9)} ${"llama.cpp".padStart(9)} ${"ratio".padStart(6)} ${"GB/s".padStart(6)} ${"% bw".padStart(5)}  target`);
+console.log(`\n${"model".padEnd(30)} ${"thr".padStart(3)} ${"case".padEnd(12)} ${"inferno".padStart(9)} ${"llama.cpp".padStart(9)} ${"ratio".padStart(6)} ${"paired (min-max)".padStart(17)} ${"GB/s".padStart(6)} ${"% bw".padStart(5)}  target`);
 for (const r of rows) {
   let target = "", verdict = "";
   if (r.target_ratio) {
@@ -124,7 +130,7 @@ for (const r of rows) {
     verdict = ok ? " ok" : " below";
   }
   const name = r.file.split("/").pop().replace(/\.gguf$/, "");
-  console.log(`${name.padEnd(30)} ${String(r.threads).padStart(3)} ${caseName(r).padEnd(12)} ${f(r.inferno_tok_s, 2).padStart(9)} ${f(r.llama_tok_s, 2).padStart(9)} ${f(r.ratio, 2).padStart(6)} ${f(r.gb_s, 1).padStart(6)} ${f(r.bw_pct, 1).padStart(5)}  ${target}${verdict}`);
+  console.log(`${name.padEnd(30)} ${String(r.threads).padStart(3)} ${caseName(r).padEnd(12)} ${f(r.inferno_tok_s, 2).padStart(9)} ${f(r.llama_tok_s, 2).padStart(9)} ${f(r.ratio, 2).padStart(6)} ${`${f(r.paired_ratio_median, 2)} (${f(r.paired_ratio_min, 2)}-${f(r.paired_ratio_max, 2)})`.padStart(17)} ${f(r.gb_s, 1).padStart(6)} ${f(r.bw_pct, 1).padStart(5)}  ${target}${verdict}`);
 }
 // decode at depth against decode after 17 tokens (target: >= 85% for q8_0, 2 threads)
 for (const r of rows) {
