@@ -70,7 +70,15 @@ typedef struct inf_model inf_model;
 typedef enum inf_kv_type {
     INF_KV_F32 = 0,
     INF_KV_F16 = 1,
+    INF_KV_Q8_0 = 2, /* each (position, KV head) row as head_dim/32 Q8_0 blocks (34 bytes per 32) */
 } inf_kv_type;
+
+/* "f32", "f16", "q8_0", or "?" */
+const char *inf_kv_type_name(inf_kv_type type);
+/* Parses a name as above (case-insensitive); false when unknown. */
+bool inf_kv_type_from_name(const char *name, inf_kv_type *out);
+/* Bytes of n consecutive cache elements (n a multiple of 32 for Q8_0). */
+size_t inf_kv_type_bytes(inf_kv_type type, size_t n);
 
 typedef struct inf_load_options {
     int n_threads;       /* 0 = number of physical cores */

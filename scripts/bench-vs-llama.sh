@@ -4,12 +4,12 @@
 # run alternately (round 1 inferno first, round 2 llama.cpp first, ...), and
 # prints per case the median over the rounds of each engine's tok/s, their
 # ratio, the median (min-max) of the per-round ratios (each inferno run
-# against the llama.cpp run next to it), inferno's GB/s and % of the measured read bandwidth, and issue 4's
-# target for that figure.
+# against the llama.cpp run next to it), inferno's GB/s and % of the
+# measured read bandwidth, and issue 4's target for that figure.
 #
 #   sh scripts/bench-vs-llama.sh [-m MODEL]... [-t 2,1] [-r 3] [--reps 3]
 #        [-p 511,2044] [-n 64] [-d 17,511,2044] [--types q8_0,bf16]
-#        [--kv-type f16|f32] [--mmap]
+#        [--kv-type f16|f32|q8_0] [--mmap]
 #
 #   -m MODEL     a GGUF to measure (repeatable); default: synthetic models with
 #                the Qwen3-0.6B geometry, one per --types entry, written once
@@ -20,7 +20,9 @@
 #                figure is that run's median
 #   -p -n -d     the cases (default: prefill 511 and 2044, decode 64 after 17,
 #                511 and 2044 tokens)
-#   --kv-type    KV cache type on both sides (default f16, llama.cpp's default)
+#   --kv-type    KV cache type on both sides: f16 (default, llama.cpp's
+#                default), f32 or q8_0 (llama.cpp then also rotates q, k and
+#                v around the quantized cache, its default; inferno does not)
 #   --mmap       map the file on both sides instead (erratic on some VMs)
 #   --poll N     llama.cpp's thread pool busy-wait level (default 50, as
 #                llama-bench); spinning suffers when other processes load the
@@ -46,7 +48,7 @@ kv=f16
 mmap=0
 poll=50
 table_file=""
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
 need_value() { [ $# -ge 2 ] || { echo "bench-vs-llama: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -67,7 +69,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$rounds" in ''|*[!0-9]*|0) echo "bench-vs-llama: -r wants a round count from 1" >&2; exit 2 ;; esac
-case "$kv" in f16|f32) ;; *) echo "bench-vs-llama: --kv-type wants f16 or f32" >&2; exit 2 ;; esac
+case "$kv" in f16|f32|q8_0) ;; *) echo "bench-vs-llama: --kv-type wants f16, f32 or q8_0" >&2; exit 2 ;; esac
 command -v node >/dev/null || { echo "bench-vs-llama: node is needed for the table" >&2; exit 1; }
 
 # table FILE: prints the comparison table from FILE's bench lines and

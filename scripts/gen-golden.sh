@@ -1,11 +1,17 @@
 #!/bin/sh
 # Regenerates the llama.cpp goldens of tests/data/golden (see its README)
-# from the tiny-a GGUFs there, with llama.cpp's prebuilt CPU build and our
-# harness (scripts/install-llama.sh, bench/llama_bench.c), 2 threads:
+# from the tiny-a and tiny-b GGUFs there, with llama.cpp's prebuilt CPU build
+# and our harness (scripts/install-llama.sh, bench/llama_bench.c), 2 threads:
 #   M.pN.json        f32 KV cache, flash attention off, top-20 at every
 #                    position and at the last, 32 greedy tokens with margins
 #   M.pN.final.f32   all final-position logits (raw little-endian float32)
 #   M.pN.kvf16.json  f16 KV cache, flash attention auto (llama.cpp's defaults)
+#   M.pN.kvq8_0.json q8_0 K and V caches, flash attention on (llama.cpp's
+#                    -ctk q8_0 -ctv q8_0 -fa on) with LLAMA_ATTN_ROT_DISABLE=1:
+#                    this llama.cpp rotates q, k and v by Hadamard matrices
+#                    around a quantized cache by default, which inferno does
+#                    not (see tests/data/golden/README.md); tiny-b only, since
+#                    a q8_0 row needs head_dim a multiple of 32 (tiny-a's is 16)
 #
 #   sh scripts/gen-golden.sh            regenerate into .deps/golden and compare
 #                                       with the committed files (timings aside)
@@ -20,7 +26,7 @@ update=0
 case "${1:-}" in
     "") ;;
     --update) update=1 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gen-golden: unknown option '$1' (see --help)" >&2; exit 2 ;;
 esac
 
@@ -38,14 +44,18 @@ printf '%s' 'def fib(n):
 
 print(fib(30))  # 832040, café naïve 東京' >"$OUT/prompts/p3"
 
-for model in f32 f16 bf16 q8_0; do
-    gguf="$GOLDEN/tiny-a-$model.gguf"
+for model in tiny-a-f32 tiny-a-f16 tiny-a-bf16 tiny-a-q8_0 tiny-b-f32; do
+    gguf="$GOLDEN/$model.gguf"
     for p in p1 p2 p3; do
-        base="tiny-a-$model.$p"
+        base="$model.$p"
         "$LLAMA" logits -m "$gguf" -f "$OUT/prompts/$p" -t 2 --top 20 --gen 32 \
             --kv-type f32 --fa off --all-pos --dump "$OUT/$base.final.f32" >"$OUT/$base.json"
         "$LLAMA" logits -m "$gguf" -f "$OUT/prompts/$p" -t 2 --top 20 --gen 32 \
             --kv-type f16 --fa auto >"$OUT/$base.kvf16.json"
+        case "$model" in tiny-b-*)
+            LLAMA_ATTN_ROT_DISABLE=1 "$LLAMA" logits -m "$gguf" -f "$OUT/prompts/$p" -t 2 --top 20 \
+                --gen 32 --kv-type q8_0 --fa on 2>/dev/null >"$OUT/$base.kvq8_0.json" ;;
+        esac
     done
 done
 

@@ -1,6 +1,7 @@
 /*
- * test_golden.c — inferno's logits against llama.cpp's on the tiny-a models
- * (tests/data/golden, see its README): all four weight types, three prompts.
+ * test_golden.c — inferno's logits against llama.cpp's on the tiny models
+ * (tests/data/golden, see its README): tiny-a in all four weight types and
+ * tiny-b (Q8_0, head_dim 64), three prompts each.
  *
  * F32 (the exact case): every final logit within 1e-4 of llama.cpp, the
  * top-20 at every position within 1e-4 with the same ids, and the greedy
@@ -9,6 +10,11 @@
  * and so do we; the budget is 1.5x llama.cpp's own spread between its
  * f32-KV and f16-KV/flash settings (the .kvf16.json files); the measured
  * agreement is printed (the scalar path lands within 1e-6 for BF16/Q8_0).
+ * Q8_0 KV cache (tiny-b, F32 weights, head_dim 64): against llama.cpp with
+ * the same cache and flash attention (.kvq8_0.json, its Hadamard rotation
+ * of the cache turned off), whose numerics ours follow: the F32 budget,
+ * 1e-4, where the quantized cache itself moves logits by ~0.05 (measured
+ * agreement ~2e-6; a q8_0 rounding landing on the other side would show).
  *
  * Set INFERNO_GOLDEN_THREADS to run with another thread count.
  */
@@ -31,15 +37,17 @@
  * between its f32-KV and f16-KV+flash runs of the same case (computed from
  * the .kvf16.json file), times 1.5 (see run_case). */
 typedef struct budget {
-    const char *type;
-    double f32_tol; /* fixed tolerance; 0 = use llama.cpp's own spread */
+    const char *model; /* GOLDEN_DIR <model>.gguf */
+    double f32_tol;    /* fixed tolerance; 0 = use llama.cpp's own spread */
+    bool kv_q8_0;      /* has .kvq8_0.json goldens (head_dim a multiple of 32) */
 } budget;
 
 static const budget budgets[] = {
-    {"f32", 1e-4},
-    {"f16", 0},
-    {"bf16", 0},
-    {"q8_0", 0},
+    {"tiny-a-f32", 1e-4, false},
+    {"tiny-a-f16", 0, false},
+    {"tiny-a-bf16", 0, false},
+    {"tiny-a-q8_0", 0, false},
+    {"tiny-b-f32", 1e-4, true},
 };
 
 static int threads_from_env(void) {
@@ -142,20 +150,26 @@ static int check_greedy(const char *what, inf_session *s, float *row, int n_voca
 
 static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type) {
     char path[256], what[128], label[160];
-    snprintf(what, sizeof what, "%s %s kv=%s", b->type, prompt, kv_type == INF_KV_F16 ? "f16" : "f32");
+    snprintf(what, sizeof what, "%s %s kv=%s", b->model, prompt, inf_kv_type_name(kv_type));
     test_begin(what);
-    snprintf(path, sizeof path, GOLDEN_DIR "tiny-a-%s.%s.json", b->type, prompt);
+    snprintf(path, sizeof path, GOLDEN_DIR "%s.%s.json", b->model, prompt);
     cJSON *g = load_json(path);
-    snprintf(path, sizeof path, GOLDEN_DIR "tiny-a-%s.%s.kvf16.json", b->type, prompt);
+    snprintf(path, sizeof path, GOLDEN_DIR "%s.%s.kvf16.json", b->model, prompt);
     cJSON *g16 = load_json(path);
-    snprintf(path, sizeof path, GOLDEN_DIR "tiny-a-%s.%s.final.f32", b->type, prompt);
+    cJSON *gq8 = NULL;
+    if (kv_type == INF_KV_Q8_0) {
+        snprintf(path, sizeof path, GOLDEN_DIR "%s.%s.kvq8_0.json", b->model, prompt);
+        gq8 = load_json(path);
+    }
+    snprintf(path, sizeof path, GOLDEN_DIR "%s.%s.final.f32", b->model, prompt);
     size_t dump_len = 0;
     float *dump = (float *)test_read_file(path, &dump_len);
     inf_model *m = NULL;
     inf_session *s = NULL;
     float *logits = NULL;
     int32_t *ids = NULL;
-    if (!TEST_CHECK(g && g16 && dump, "cannot read the goldens of %s", what)) goto done;
+    if (!TEST_CHECK(g && g16 && dump && (gq8 || kv_type != INF_KV_Q8_0), "cannot read the goldens of %s", what))
+        goto done;
 
     /* Both KV types are compared with llama.cpp's exact run. Our f16 KV
      * cache must move the top logits by the same order as llama.cpp's f16 KV
@@ -168,14 +182,18 @@ static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type) {
      * llama.cpp's) decide which roundings flip */
     double tol = b->f32_tol > 0 ? b->f32_tol : 1.5 * spread;
     if (kv_type == INF_KV_F16) tol = 2.5 * spread;
-    double min_margin = b->f32_tol > 0 && kv_type == INF_KV_F32 ? 1e-2 : 2 * tol;
+    /* Q8_0 KV: llama.cpp's run with the same cache is the golden (F32
+     * weights, so it is as exact a case as F32 KV). */
+    const cJSON *want = gq8 ? gq8 : g;
+    if (gq8) tol = b->f32_tol;
+    double min_margin = b->f32_tol > 0 && kv_type != INF_KV_F16 ? 1e-2 : 2 * tol;
 
     inf_load_options opt;
     inf_load_options_default(&opt);
     opt.n_threads = threads_from_env();
     opt.kv_type = kv_type;
     inf_error err = {0};
-    snprintf(path, sizeof path, GOLDEN_DIR "tiny-a-%s.gguf", b->type);
+    snprintf(path, sizeof path, GOLDEN_DIR "%s.gguf", b->model);
     if (!TEST_CHECK(inf_model_load(path, &opt, &m, &err) == INF_OK, "load %s: %s", path, err.msg)) goto done;
     inf_model_info info;
     inf_model_get_info(m, &info);
@@ -183,7 +201,7 @@ static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type) {
     if (!TEST_CHECK(dump_len == (size_t)n_vocab * sizeof(float), "final.f32 has %zu bytes", dump_len)) goto done;
 
     int n = 0;
-    ids = json_ids(cJSON_GetObjectItem(g, "prompt_tokens"), &n);
+    ids = json_ids(cJSON_GetObjectItem(want, "prompt_tokens"), &n);
     logits = malloc((size_t)n * (size_t)n_vocab * sizeof(float));
     if (!TEST_CHECK(inf_session_new(m, 256, &s, &err) == INF_OK, "session: %s", err.msg) ||
         !TEST_CHECK(inf_session_eval(s, ids, n, INF_LOGITS_ALL, logits, &err) == INF_OK, "eval: %s", err.msg))
@@ -193,7 +211,7 @@ static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type) {
     for (int i = 0; i < n_vocab; i++) worst_all = fmax(worst_all, fabs((double)final[i] - dump[i]));
     if (kv_type == INF_KV_F32) /* every logit, not just the top */
         TEST_CHECK(worst_all <= tol, "%s: final logits differ by up to %.3g (tol %.3g)", what, worst_all, tol);
-    const cJSON *positions = cJSON_GetObjectItem(g, "positions");
+    const cJSON *positions = cJSON_GetObjectItem(want, "positions"); /* the exact run's only */
     for (int p = 0; p < cJSON_GetArraySize(positions); p++) {
         const cJSON *pos = cJSON_GetArrayItem(positions, p);
         int at = cJSON_GetObjectItem(pos, "pos")->valueint;
@@ -203,9 +221,9 @@ static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type) {
     }
     snprintf(label, sizeof label, "%s final", what);
     double worst_top = check_top(label, final, n_vocab,
-                                 cJSON_GetObjectItem(cJSON_GetObjectItem(g, "final"), "top"), tol);
-    int steps = check_greedy(what, s, final, n_vocab, cJSON_GetObjectItem(g, "greedy"), min_margin, tol);
-    printf("  %-19s tol %.1e | final: all %.2e top-20 %.2e | positions top-20 %.2e | greedy %2d steps\n",
+                                 cJSON_GetObjectItem(cJSON_GetObjectItem(want, "final"), "top"), tol);
+    int steps = check_greedy(what, s, final, n_vocab, cJSON_GetObjectItem(want, "greedy"), min_margin, tol);
+    printf("  %-29s tol %.1e | final: all %.2e top-20 %.2e | positions top-20 %.2e | greedy %2d steps\n",
            what, tol, worst_all, worst_top, worst_pos, steps);
 done:
     free(logits);
@@ -214,6 +232,7 @@ done:
     inf_model_free(m);
     cJSON_Delete(g);
     cJSON_Delete(g16);
+    cJSON_Delete(gq8);
     free(dump);
 }
 
@@ -223,5 +242,7 @@ int main(void) {
         for (size_t p = 0; p < 3; p++) run_case(&budgets[b], prompts[p], INF_KV_F32);
     for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++)
         for (size_t p = 0; p < 3; p++) run_case(&budgets[b], prompts[p], INF_KV_F16);
+    for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++)
+        for (size_t p = 0; p < 3 && budgets[b].kv_q8_0; p++) run_case(&budgets[b], prompts[p], INF_KV_Q8_0);
     return test_summary();
 }

@@ -426,7 +426,7 @@ static void fill_cache(const isa_ops *s, attn_case *c, int n_pos, int n_ctx, voi
     float *k = malloc((size_t)n_pos * kv_dim * sizeof(float)), *v = malloc((size_t)n_pos * kv_dim * sizeof(float));
     fill_uniform(k, (size_t)n_pos * kv_dim, -1.0f, 1.0f);
     fill_uniform(v, (size_t)n_pos * kv_dim, -1.0f, 1.0f);
-    const size_t bytes = (size_t)n_ctx * kv_dim * (c->k.type == INF_KV_F16 ? 2 : 4);
+    const size_t bytes = inf_kv_type_bytes(c->k.type, (size_t)n_ctx * kv_dim);
     /* in two calls, as a prefill and a decode step would */
     const int first = n_pos > 1 ? n_pos - 1 : n_pos;
     s->ops[1]->kv_store(s->ops[1], &c->k, &c->v, k, v, first, 0, n_head_kv, hd);
@@ -449,11 +449,11 @@ static void test_attention_case(const isa_ops *s, inf_kv_type kv, int n_head, in
                                 int n_tok, kv_layout layout) {
     char label[200];
     begin(label, sizeof label, s, "attention kv=%s %s heads=%d/%d hd=%d pos0=%d n_tok=%d",
-          kv == INF_KV_F16 ? "f16" : "f32", layout == LAYOUT_HEAD_MAJOR ? "head-major" : "pos-major", n_head, n_head_kv,
+          inf_kv_type_name(kv), layout == LAYOUT_HEAD_MAJOR ? "head-major" : "pos-major", n_head, n_head_kv,
           hd, pos0, n_tok);
     const int n_pos = pos0 + n_tok, kv_dim = n_head_kv * hd;
     const int n_ctx = layout == LAYOUT_HEAD_MAJOR ? n_pos + 3 : n_pos;
-    const size_t elem = kv == INF_KV_F16 ? 2 : 4, cache_bytes = (size_t)n_ctx * kv_dim * elem;
+    const size_t cache_bytes = inf_kv_type_bytes(kv, (size_t)n_ctx * kv_dim);
     attn_case c = {.sh = {.n_tok = n_tok, .pos0 = pos0, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd,
                           .scale = 1.0f / sqrtf((float)hd)}};
     c.k = (inf_kv_view){.data = alloc_bytes(cache_bytes), .type = kv};
@@ -510,7 +510,32 @@ static void test_attention(const isa_ops *s) {
         test_attention_case(s, type, 8, 1, 16, 5, 40, layout); /* group of 8: several row chunks */
         test_attention_case(s, type, 2, 2, 130, 64, 9, layout); /* head_dim past 128 */
     }
-    printf("%s attention: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
+    printf("%s attention f32/f16: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
+    worst_ratio = 0;
+    /* Q8_0 (head_dim a multiple of 32): 1 position and odd counts, GQA
+     * ratios 1, 2, 3 (padded to 4), 4 and 8, head_dim 64 and 128, and 96
+     * (an odd number of blocks: the last VNNI pair is half empty). */
+    for (int l = 0; l < 2; l++) {
+        const kv_layout layout = l ? LAYOUT_POS_MAJOR : LAYOUT_HEAD_MAJOR;
+        static const int depths[] = {0, 1, 62, 63, 64, 65, 301};
+        for (size_t i = 0; i < sizeof depths / sizeof *depths; i++) {
+            test_attention_case(s, INF_KV_Q8_0, 4, 2, 64, depths[i], 1, layout);
+            test_attention_case(s, INF_KV_Q8_0, 3, 3, 128, depths[i], 1, layout);
+            test_attention_case(s, INF_KV_Q8_0, 8, 2, 128, depths[i], 1, layout);
+        }
+        test_attention_case(s, INF_KV_Q8_0, 16, 8, 128, 300, 1, layout);
+        test_attention_case(s, INF_KV_Q8_0, 6, 2, 96, 77, 1, layout);
+        test_attention_case(s, INF_KV_Q8_0, 8, 1, 32, 90, 1, layout);
+        static const int toks[] = {1, 2, 17, 33, 65, 131};
+        for (size_t i = 0; i < sizeof toks / sizeof *toks; i++) {
+            test_attention_case(s, INF_KV_Q8_0, 4, 2, 64, 0, toks[i], layout);
+            test_attention_case(s, INF_KV_Q8_0, 8, 2, 128, 70, toks[i], layout);
+        }
+        test_attention_case(s, INF_KV_Q8_0, 3, 3, 128, 5, 31, layout);
+        test_attention_case(s, INF_KV_Q8_0, 6, 2, 96, 64, 9, layout);
+        test_attention_case(s, INF_KV_Q8_0, 8, 1, 32, 5, 40, layout);
+    }
+    printf("%s attention q8_0: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
 }
 
 /* ------------------------------------------------------------------ backend selection */

@@ -5,9 +5,11 @@
  *     tensor, wrong shape, unknown architecture, zero or non-dividing head
  *     counts, more layers declared than present, ...) each fail to load
  *     with a one-line error naming the key or tensor;
+ *   - a KV cache type the model cannot hold (q8_0 with head_dim 16) is
+ *     refused with a one-line error naming the key;
  *   - in other geometries (untied head, KV heads = heads, head_dim * heads
- *     != hidden, prompts longer than 300 tokens) the logits of one-pass
- *     prefill equal those of token-by-token decode;
+ *     != hidden, prompts longer than 300 tokens, q8_0 KV cache) the logits
+ *     of one-pass prefill equal those of token-by-token decode;
  *   - session rules: context full leaves the session unchanged, bad ids are
  *     refused, truncate + re-eval reproduces the logits.
  */
@@ -111,6 +113,20 @@ static void check_bad_models(void) {
     inf_error err = {0};
     TEST_CHECK(inf_model_load("/nonexistent/model.gguf", NULL, &m, &err) == INF_ERR_IO, "missing file: %s", err.msg);
     TEST_CHECK(strstr(err.msg, "/nonexistent/model.gguf") != NULL, "message names the file: %s", err.msg);
+
+    /* load options the model cannot honour: a q8_0 KV cache needs head_dim a
+     * multiple of 32 (tiny_options has 16), and an unknown cache type */
+    test_begin("kv type the model cannot hold");
+    inf_load_options lo;
+    inf_load_options_default(&lo);
+    if (TEST_CHECK(inf_synth_write(&o, path, &err) == INF_OK, "synth: %s", err.msg)) {
+        lo.kv_type = INF_KV_Q8_0;
+        TEST_CHECK(inf_model_load(path, &lo, &m, &err) == INF_ERR_INVALID && m == NULL, "q8_0 KV with head_dim 16 loaded");
+        TEST_CHECK(strstr(err.msg, "key_length") && strstr(err.msg, "q8_0") && !strchr(err.msg, '\n'),
+                   "message does not name q8_0 and key_length in one line: '%s'", err.msg);
+        lo.kv_type = (inf_kv_type)7;
+        TEST_CHECK(inf_model_load(path, &lo, &m, &err) == INF_ERR_INVALID && m == NULL, "KV type 7 loaded");
+    }
     unlink(path);
 }
 
@@ -121,6 +137,7 @@ typedef struct geometry {
     int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim;
     bool tied;
     inf_dtype type;
+    inf_kv_type kv;
     int n_prompt;
     double tol;
 } geometry;
@@ -144,7 +161,10 @@ static void check_prefill_equals_decode(const geometry *g) {
     inf_error err = {0};
     if (!TEST_CHECK(inf_synth_write(&o, path, &err) == INF_OK, "synth: %s", err.msg)) return;
     inf_model *m = NULL;
-    if (!TEST_CHECK(inf_model_load(path, NULL, &m, &err) == INF_OK, "load: %s", err.msg)) return;
+    inf_load_options lo;
+    inf_load_options_default(&lo);
+    lo.kv_type = g->kv;
+    if (!TEST_CHECK(inf_model_load(path, &lo, &m, &err) == INF_OK, "load: %s", err.msg)) return;
     inf_model_info info;
     inf_model_get_info(m, &info);
     TEST_CHECK(info.tied_output == g->tied, "tied flag");
@@ -245,20 +265,29 @@ int main(void) {
     }
     check_bad_models();
     static const geometry geometries[] = {
-        {"f32 GQA tied", 2, 64, 96, 4, 2, 16, true, INF_DTYPE_F32, 40, 1e-4},
-        {"f32 untied head", 2, 64, 96, 4, 2, 16, false, INF_DTYPE_F32, 40, 1e-4},
-        {"f32 KV heads = heads", 2, 64, 96, 4, 4, 16, true, INF_DTYPE_F32, 40, 1e-4},
-        {"f32 head_dim*heads != hidden", 2, 96, 128, 4, 2, 32, true, INF_DTYPE_F32, 40, 1e-4},
-        {"f32 320-token prompt", 2, 64, 96, 8, 2, 16, false, INF_DTYPE_F32, 320, 1e-4},
+        {"f32 GQA tied", 2, 64, 96, 4, 2, 16, true, INF_DTYPE_F32, INF_KV_F32, 40, 1e-4},
+        {"f32 untied head", 2, 64, 96, 4, 2, 16, false, INF_DTYPE_F32, INF_KV_F32, 40, 1e-4},
+        {"f32 KV heads = heads", 2, 64, 96, 4, 4, 16, true, INF_DTYPE_F32, INF_KV_F32, 40, 1e-4},
+        {"f32 head_dim*heads != hidden", 2, 96, 128, 4, 2, 32, true, INF_DTYPE_F32, INF_KV_F32, 40, 1e-4},
+        {"f32 320-token prompt", 2, 64, 96, 8, 2, 16, false, INF_DTYPE_F32, INF_KV_F32, 320, 1e-4},
         /* longer than one forward pass (QWEN3_UBATCH): two passes */
-        {"f32 1000-token prompt", 2, 64, 96, 4, 2, 16, true, INF_DTYPE_F32, 1000, 1e-4},
-        {"f16 320-token prompt", 2, 64, 96, 4, 1, 32, true, INF_DTYPE_F16, 320, 1e-2},
-        {"bf16 untied", 2, 64, 96, 4, 2, 16, false, INF_DTYPE_BF16, 70, 5e-2},
+        {"f32 1000-token prompt", 2, 64, 96, 4, 2, 16, true, INF_DTYPE_F32, INF_KV_F32, 1000, 1e-4},
+        {"f16 320-token prompt", 2, 64, 96, 4, 1, 32, true, INF_DTYPE_F16, INF_KV_F32, 320, 1e-2},
+        {"bf16 untied", 2, 64, 96, 4, 2, 16, false, INF_DTYPE_BF16, INF_KV_F32, 70, 5e-2},
         /* Q8_0 re-quantizes every activation: a last-bit difference between the
          * flash and the decode attention sums can flip one int8 rounding, which
          * moves a logit by ~1e-1 (llama.cpp's own f32/f16-KV spread on tiny-a
          * Q8_0 is 0.1); f32 and bf16 above show the paths otherwise agree. */
-        {"q8_0 320-token prompt", 2, 64, 96, 4, 2, 16, true, INF_DTYPE_Q8_0, 320, 2e-1},
+        {"q8_0 320-token prompt", 2, 64, 96, 4, 2, 16, true, INF_DTYPE_Q8_0, INF_KV_F32, 320, 2e-1},
+        /* q8_0 KV cache, f32 weights: the same as Q8_0 weights at a smaller
+         * scale. The gemm (prefill) and matvec (decode) K and V rows differ in
+         * the last bit, and the query's quantization follows the attention
+         * of the layer below, so now and then one int8 rounding of a cached
+         * row or of the query flips: measured up to 2e-2 here (the q8_0 cache
+         * itself moves tiny-b's logits by ~1e-1 from the f32 cache). */
+        {"f32, q8_0 KV GQA", 2, 64, 96, 4, 2, 32, true, INF_DTYPE_F32, INF_KV_Q8_0, 70, 1e-1},
+        {"f32, q8_0 KV group 4, head_dim 64", 2, 64, 96, 8, 2, 64, false, INF_DTYPE_F32, INF_KV_Q8_0, 320, 1e-1},
+        {"f32, q8_0 KV 1000-token prompt", 2, 64, 96, 4, 4, 32, true, INF_DTYPE_F32, INF_KV_Q8_0, 1000, 1e-1},
     };
     for (size_t i = 0; i < sizeof geometries / sizeof geometries[0]; i++)
         check_prefill_equals_decode(&geometries[i]);

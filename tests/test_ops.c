@@ -20,11 +20,16 @@
  *                        angle; vs the exact angle add |Δθ|·(|x0|+|x1|),
  *                        |Δθ| ≤ θ·(1.5·i + 1)·2^-23 for pair i
  *   add, embed, argmax   exact; kv_store exact (f32) / nearest-even (f16)
+ *   kv_store Q8_0        each row bit-identical to inf_quantize_row_q8_0;
+ *                        read back within 0.57·(amax_b/127) per block b
+ *                        (half a quant step plus the f16 rounding of the scale)
  *   attention            flash prefill and fused decode vs materialized:
  *                        max abs diff ≤ 1e-5 (the issue's requirement);
  *                        materialized vs double ≤ 1e-5 + 8·2^-24·max|score|
  *                        (outputs are convex combinations of V values in
- *                        [-1, 1]; f32 scores move the weights that much)
+ *                        [-1, 1]; f32 scores move the weights that much);
+ *                        Q8_0 caches: the double computation uses the
+ *                        stored values and the Q8_0-quantized query
  * Outputs carry guard elements after their end that must stay untouched.
  * Each group prints its worst error / budget ratio.
  */
@@ -511,6 +516,61 @@ static void test_kv_store(const inf_ops *ops) {
     }
 }
 
+/* Whether the 32 values back[] read from a Q8_0 block are within 0.57 of
+ * its quant step (amax/127) of x[]: half a step plus the scale's f16 rounding. */
+static bool q8_block_close(const float *x, const float *back) {
+    double amax = 0; /* compare, not fmax: GCC 12's aarch64 vectorizer crashes on the fmax reductions here */
+    for (int i = 0; i < 32; i++)
+        if (fabs(x[i]) > amax) amax = fabs(x[i]);
+    for (int i = 0; i < 32; i++)
+        if (!(fabs((double)back[i] - x[i]) <= 0.57 * amax / 127)) return false; /* NaN fails too */
+    return true;
+}
+
+/* Q8_0: rows of 64 (two blocks) per (position, head), in both layouts the
+ * attention tests use; the bytes outside the stored rows stay untouched. */
+static void test_kv_store_q8_0(const inf_ops *ops) {
+    test_begin("kv_store q8_0");
+    enum { N_CTX = 9, HEAD_DIM = 64, N_HEAD_KV = 2, KV_DIM = N_HEAD_KV * HEAD_DIM, N_TOK = 3, POS0 = 4 };
+    const size_t row_bytes = inf_kv_type_bytes(INF_KV_Q8_0, HEAD_DIM), bytes = (size_t)N_CTX * N_HEAD_KV * row_bytes;
+    TEST_CHECK(row_bytes == 2 * sizeof(inf_block_q8_0), "a q8_0 row of 64 is %zu bytes", row_bytes);
+    float src[2][N_TOK * KV_DIM]; /* K, V */
+    fill_uniform(src[0], N_TOK * KV_DIM, -2.0f, 2.0f);
+    fill_uniform(src[1], N_TOK * KV_DIM, -60000.0f, 60000.0f);
+    for (int i = 0; i < 32; i++) src[0][32 + i] = 0.0f; /* an all-zero block: scale 0 */
+    src[0][70] = 1e-30f;                                 /* a tiny value next to large ones */
+    for (int layout = 0; layout < 2; layout++) {
+        /* head-major ([head][N_CTX][HEAD_DIM], the model's) or position-major */
+        const size_t pos_stride = layout ? KV_DIM : HEAD_DIM, head_stride = layout ? HEAD_DIM : N_CTX * HEAD_DIM;
+        unsigned char *got[2], *want[2];
+        inf_kv_view view[2];
+        for (int c = 0; c < 2; c++) {
+            got[c] = xmalloc(bytes), want[c] = xmalloc(bytes);
+            memset(got[c], 0xa5 ^ c, bytes);
+            memset(want[c], 0xa5 ^ c, bytes);
+            view[c] = (inf_kv_view){.data = got[c], .type = INF_KV_Q8_0, .pos_stride = pos_stride, .head_stride = head_stride};
+        }
+        ops->kv_store(ops, &view[0], &view[1], src[0], src[1], N_TOK, POS0, N_HEAD_KV, HEAD_DIM);
+        bool close = true;
+        for (int c = 0; c < 2; c++)
+            for (int t = 0; t < N_TOK; t++)
+                for (int h = 0; h < N_HEAD_KV; h++) {
+                    const size_t at = inf_kv_type_bytes(INF_KV_Q8_0, (size_t)(POS0 + t) * pos_stride + (size_t)h * head_stride);
+                    const float *x = src[c] + ((size_t)t * N_HEAD_KV + h) * HEAD_DIM;
+                    inf_quantize_row_q8_0(x, (inf_block_q8_0 *)(want[c] + at), HEAD_DIM);
+                    float back[HEAD_DIM];
+                    inf_dequantize_row(INF_DTYPE_Q8_0, got[c] + at, back, HEAD_DIM);
+                    for (int b = 0; b < HEAD_DIM / 32; b++) close &= q8_block_close(x + 32 * b, back + 32 * b);
+                }
+        TEST_CHECK(memcmp(got[0], want[0], bytes) == 0 && memcmp(got[1], want[1], bytes) == 0,
+                   "kv_store q8_0 (%s): rows differ from inf_quantize_row_q8_0 or bytes outside them changed",
+                   layout ? "pos-major" : "head-major");
+        TEST_CHECK(close, "kv_store q8_0 (%s): a value reads back farther than 0.57 of its block's quant step",
+                   layout ? "pos-major" : "head-major");
+        for (int c = 0; c < 2; c++) free(got[c]), free(want[c]);
+    }
+}
+
 static void test_argmax(const inf_ops *ops) {
     test_begin("argmax");
     const float a1[] = {3.0f}, a2[] = {1, 2, 2, 1}, a3[] = {-INFINITY, -INFINITY}, a4[] = {5, 5, 5},
@@ -556,18 +616,26 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
     return m;
 }
 
+/* Element `index` of a cache as f32 (a Q8_0 element is d * q). */
 static double kv_value(const inf_kv_view *c, size_t index) {
-    return c->type == INF_KV_F32 ? ((const float *)c->data)[index] : f16_value(((const uint16_t *)c->data)[index]);
+    switch (c->type) {
+    case INF_KV_F32: return ((const float *)c->data)[index];
+    case INF_KV_F16: return f16_value(((const uint16_t *)c->data)[index]);
+    case INF_KV_Q8_0: {
+        const inf_block_q8_0 *b = (const inf_block_q8_0 *)c->data + index / INF_Q8_0_BLOCK;
+        return (double)(inf_f16_to_f32(b->d) * (float)b->q[index % INF_Q8_0_BLOCK]);
+    }
+    }
+    return NAN;
 }
 
 static void attn_check(const inf_ops *ops, attn_case c, attn_worst *worst) {
     const int hd = c.head_dim, n_keys = c.pos0 + c.n_tok, kv_dim = c.n_head_kv * hd;
     const int group = c.n_head / c.n_head_kv;
     const size_t q_elems = (size_t)c.n_tok * c.n_head * hd, kv_elems = (size_t)n_keys * kv_dim;
-    const size_t eb = c.type == INF_KV_F32 ? 4 : 2;
     char label[96];
     snprintf(label, sizeof label, "heads %d/%d hd %d n_tok %d pos0 %d kv %s growth %g", c.n_head, c.n_head_kv, hd,
-             c.n_tok, c.pos0, c.type == INF_KV_F32 ? "f32" : "f16", c.k_growth);
+             c.n_tok, c.pos0, inf_kv_type_name(c.type), c.k_growth);
 
     /* K rows grow along the sequence so later tiles raise the running max;
      * with a steep growth they raise it by more than exp's f32 range (88),
@@ -580,7 +648,7 @@ static void attn_check(const inf_ops *ops, attn_case c, attn_worst *worst) {
     }
     float *q = xmalloc(q_elems * sizeof(float));
     fill_uniform(q, q_elems, -4.0f, 4.0f);
-    void *kc = xmalloc(kv_elems * eb), *vc = xmalloc(kv_elems * eb);
+    void *kc = xmalloc(inf_kv_type_bytes(c.type, kv_elems)), *vc = xmalloc(inf_kv_type_bytes(c.type, kv_elems));
     /* [n_keys][n_head_kv][hd] */
     inf_kv_view kv = {.data = kc, .type = c.type, .pos_stride = (size_t)kv_dim, .head_stride = (size_t)hd};
     inf_kv_view vv = {.data = vc, .type = c.type, .pos_stride = (size_t)kv_dim, .head_stride = (size_t)hd};
@@ -609,7 +677,13 @@ static void attn_check(const inf_ops *ops, attn_case c, attn_worst *worst) {
     double *p = xmalloc((size_t)n_keys * sizeof(double)), *acc = xmalloc((size_t)hd * sizeof(double));
     for (int t = 0; t < c.n_tok; t++)
         for (int h = 0; h < c.n_head; h++) {
-            const float *qh = q + ((size_t)t * c.n_head + h) * hd;
+            float qh[128]; /* the query as the K cache's dot sees it (Q8_0: quantized) */
+            memcpy(qh, q + ((size_t)t * c.n_head + h) * hd, (size_t)hd * sizeof(float));
+            if (c.type == INF_KV_Q8_0) {
+                inf_block_q8_0 qq[128 / INF_Q8_0_BLOCK];
+                inf_quantize_row_q8_0(qh, qq, hd);
+                inf_dequantize_row(INF_DTYPE_Q8_0, qq, qh, hd);
+            }
             const size_t kv_off = (size_t)(h / group) * hd;
             const int visible = c.pos0 + t + 1;
             double max = -INFINITY, sum = 0;
@@ -667,6 +741,9 @@ static void test_attention(const inf_ops *ops) {
         /* steep: later keys out-score earlier ones by hundreds */
         {8, 2, 16, 130, 0, INF_KV_F32, 300}, {8, 2, 128, 100, 37, INF_KV_F32, 300}, {8, 2, 16, 1, 250, INF_KV_F32, 300},
         {8, 2, 16, 65, 64, INF_KV_F16, 300},
+        /* Q8_0 (head_dim a multiple of 32) */
+        {8, 2, 64, 130, 0, INF_KV_Q8_0, 2},  {8, 2, 128, 65, 63, INF_KV_Q8_0, 2}, {8, 8, 32, 1, 200, INF_KV_Q8_0, 2},
+        {4, 1, 96, 33, 31, INF_KV_Q8_0, 2},  {8, 2, 64, 100, 37, INF_KV_Q8_0, 300},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) attn_check(ops, more[i], &worst);
     printf("attention    max abs diff: flash vs materialized %.3g, decode vs materialized %.3g "
@@ -773,6 +850,7 @@ int main(void) {
     test_add(ref);
     test_embed(ref);
     test_kv_store(ref);
+    test_kv_store_q8_0(ref);
     test_argmax(ref);
     test_attention(ref);
     test_trace();

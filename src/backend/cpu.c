@@ -14,7 +14,9 @@
  * KV head (decode) and by KV head x query block (prefill, largest tasks
  * first), element-wise ops by rows or chunks once they are large enough to
  * pay for a dispatch. An op an ISA lacks runs the reference op of ref.c on
- * sub-ranges, so the "ref" ISA is ref.c threaded, bit for bit.
+ * sub-ranges, so the "ref" ISA is ref.c threaded, bit for bit; so does
+ * attention on a Q8_0 KV cache where the ISA's kernels do not read one
+ * (avx2, neon: inf_kernels.attn_q8_0).
  *
  * Per-thread scratch (gemm panels, attention tiles, the rounded activations
  * of a threaded reference matmul) grows in the calling thread before a
@@ -29,6 +31,7 @@
 
 #include "backend/kernels.h"
 #include "core/common.h"
+#include "core/dtype.h"
 #include "core/pool.h"
 
 #include <math.h>
@@ -520,10 +523,12 @@ static void kv_store_task(void *ctx, int task, int thread) {
     for (int t = 0; t < j->n_tok; t++) {
         const float *s = j->src[i] + ((size_t)t * j->n_head_kv + h) * (size_t)j->head_dim;
         const size_t at = (size_t)(j->pos0 + t) * cache->pos_stride + (size_t)h * cache->head_stride;
-        if (cache->type == INF_KV_F32)
-            memcpy((float *)cache->data + at, s, (size_t)j->head_dim * sizeof(float));
-        else
-            j->c->k->f32_to_f16((uint16_t *)cache->data + at, s, (size_t)j->head_dim);
+        void *row = (char *)cache->data + inf_kv_type_bytes(cache->type, at);
+        switch (cache->type) {
+        case INF_KV_F32: memcpy(row, s, (size_t)j->head_dim * sizeof(float)); break;
+        case INF_KV_F16: j->c->k->f32_to_f16(row, s, (size_t)j->head_dim); break;
+        case INF_KV_Q8_0: inf_quantize_row_q8_0(s, row, j->head_dim); break; /* ref.c's, bit for bit */
+        }
     }
 }
 
@@ -550,20 +555,25 @@ typedef struct attn_job {
     int n_blocks; /* query blocks per KV head (prefill) */
     int block;    /* query tokens per block */
     int tasks;
-    bool use_ref; /* run the reference op on sub-ranges */
+    bool use_ref; /* run the reference op (on sub-ranges) instead of the ISA's kernel */
 } attn_job;
 
 /* A view of KV head kvh of a cache as a cache of one head. */
 static inf_kv_view kv_head_view(const inf_kv_view *c, int kvh) {
     inf_kv_view v = *c;
-    const size_t elem = c->type == INF_KV_F16 ? 2 : 4;
-    v.data = (char *)c->data + (size_t)kvh * c->head_stride * elem;
+    v.data = (char *)c->data + inf_kv_type_bytes(c->type, (size_t)kvh * c->head_stride);
     return v;
+}
+
+/* Whether the ISA's attention kernels read these caches: both of one type,
+ * and Q8_0 only where the ISA says so (else the reference runs). */
+static bool kernels_read_kv(const cpu_backend *c, const inf_kv_view *k, const inf_kv_view *v) {
+    return c->k && k->type == v->type && (k->type != INF_KV_Q8_0 || c->k->attn_q8_0);
 }
 
 static void decode_task(void *ctx, int task, int thread) {
     attn_job *j = ctx;
-    if (j->c->k && j->c->k->attn_decode) {
+    if (!j->use_ref) {
         j->c->k->attn_decode(j->sh, j->q, j->k, j->v, j->out, task, j->c->tmp[thread].p);
         return;
     }
@@ -580,8 +590,8 @@ static void decode_task(void *ctx, int task, int thread) {
 static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const float *q,
                             const inf_kv_view *k, const inf_kv_view *v, float *out) {
     cpu_backend *c = cpu_of(self);
-    attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out, .tasks = sh->n_head_kv};
-    const bool fast = c->k && c->k->attn_decode;
+    const bool fast = kernels_read_kv(c, k, v) && c->k->attn_decode;
+    attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out, .tasks = sh->n_head_kv, .use_ref = !fast};
     if (sh->n_tok != 1 || (fast && !ensure_tmp(c, c->k->attn_tmp_bytes(sh)))) {
         c->ref->attn_decode(c->ref, sh, q, k, v, out);
         return;
@@ -611,7 +621,7 @@ static void cpu_attn_prefill(const inf_ops *self, const inf_attn_shape *sh, cons
                              const inf_kv_view *k, const inf_kv_view *v, float *out) {
     cpu_backend *c = cpu_of(self);
     attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out};
-    if (c->k && c->k->attn_prefill && ensure_tmp(c, c->k->attn_tmp_bytes(sh))) {
+    if (kernels_read_kv(c, k, v) && c->k->attn_prefill && ensure_tmp(c, c->k->attn_tmp_bytes(sh))) {
         j.block = c->k->attn_block;
         j.n_blocks = (sh->n_tok + j.block - 1) / j.block;
         j.tasks = j.n_blocks * sh->n_head_kv;

@@ -28,7 +28,10 @@
  *     Both: |y - ref| <= (cols/8 + 16) * 2^-24 * sum |w_i x_i|.
  *   - attention: scores and outputs summed in f32 lanes, exp by a
  *     polynomial within 2 ulp of expf, softmax rescaled per tile of 64 keys
- *     (ref's decode rescales per key): |o - ref| <= 2e-6 * max |v|.
+ *     (ref's decode rescales per key): |o - ref| <= 2e-6 * max |v|. Q8_0
+ *     caches: the same quantized query and integer block dots as ref (the
+ *     prefill may form them as f32 products of dequantized values instead),
+ *     so the same budget holds.
  *   - rmsnorm: the same exact double squares summed in another order
  *     (4 * 2^-24 relative, usually identical); swiglu: vector exp
  *     (12 * 2^-24 relative); rope, add, kv_store, argmax: bit-identical.
@@ -80,6 +83,7 @@ typedef struct inf_kernels {
     void (*attn_prefill)(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
                          const inf_kv_view *v, float *out, int kvh, int t0, int t1, void *tmp);
     int attn_block; /* query tokens per prefill task */
+    bool attn_q8_0; /* both attention kernels read Q8_0 caches (else ref.c runs for them) */
 
     /* ---- element-wise, on ranges (semantics as the ops of the same name) */
     void (*rmsnorm)(float *y, const float *x, const float *w, int n_rows, int dim, float eps);

@@ -19,8 +19,8 @@
  *   activations   x[n_tok][dim] f32
  *   weight        W[rows][cols] in its dtype; y = x · W^T gives y[n_tok][rows]
  *   q             [n_tok][n_head][head_dim]
- *   KV cache      K[pos][n_head_kv][head_dim], V likewise, f32 or f16,
- *                 rows `kv_stride` elements apart
+ *   KV cache      rows of head_dim elements per (pos, KV head), f32, f16 or
+ *                 Q8_0, placed as inf_kv_view says
  */
 #ifndef INF_OPS_H
 #define INF_OPS_H
@@ -47,13 +47,26 @@ typedef struct inf_weight {
  * p * pos_stride + h * head_stride of data. The model keeps each head's
  * rows together ([n_head_kv][n_ctx][head_dim]: pos_stride = head_dim,
  * head_stride = n_ctx * head_dim), so decode attention streams one
- * contiguous block per head; tests also use [n_ctx][n_head_kv][head_dim]. */
+ * contiguous block per head; tests also use [n_ctx][n_head_kv][head_dim].
+ *
+ * Strides count elements for every type. A Q8_0 cache (INF_KV_Q8_0) needs
+ * head_dim a multiple of 32: each row is head_dim/32 inf_block_q8_0 blocks,
+ * so element e (a multiple of 32 for every row start) lies at byte
+ * e / 32 * 34 (inf_kv_type_bytes). kv_store quantizes a row with
+ * inf_quantize_row_q8_0, as llama.cpp's f32 -> q8_0 copy does; attention
+ * follows llama.cpp's CPU flash attention for it: the query row of a head is
+ * quantized the same way and q·k is the Q8_0 x Q8_0 dot (integer per
+ * block, times d_k * d_q, blocks summed in f32), and V rows are dequantized
+ * to f32 and accumulated in f32. */
 typedef struct inf_kv_view {
     void *data;
     inf_kv_type type;
     size_t pos_stride;  /* elements between consecutive positions of a head */
     size_t head_stride; /* elements between consecutive KV heads at a position */
 } inf_kv_view;
+
+/* The largest head_dim the attention ops accept (the loader's bound). */
+enum { INF_MAX_HEAD_DIM = 1024 };
 
 /* Geometry of one attention call. Query token i (0-based in this call) sits
  * at position pos0 + i and attends to cached positions 0 ..= pos0 + i. */
@@ -62,7 +75,7 @@ typedef struct inf_attn_shape {
     int pos0;
     int n_head;
     int n_head_kv;  /* query head h uses KV head h / (n_head / n_head_kv) */
-    int head_dim;
+    int head_dim;   /* <= INF_MAX_HEAD_DIM */
     float scale;    /* 1/sqrt(head_dim) */
 } inf_attn_shape;
 

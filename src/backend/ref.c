@@ -26,6 +26,10 @@
  *     sum), scales by `scale`, and takes exp in f32. An f16 KV cache is read
  *     as f32 values; q is not rounded (llama.cpp rounds q to f16 there, and
  *     its flash path even accumulates V in f16: we keep the better numbers).
+ *     A Q8_0 cache is read as llama.cpp's flash attention reads it: q is
+ *     quantized to Q8_0 and q·k is the Q8_0 matmul's dot (no other dot is
+ *     possible on int8 keys), V rows are dequantized to f32 (d * q) and
+ *     accumulated in f32.
  */
 #include "backend/ops.h"
 #include "core/common.h"
@@ -177,9 +181,10 @@ static void ref_embed(const inf_ops *self, const inf_weight *emb, const int32_t 
     }
 }
 
-/* Offset (in elements) of one head's row at one position of a cache. */
-static size_t kv_offset(const inf_kv_view *c, int pos, int kv_head) {
-    return (size_t)pos * c->pos_stride + (size_t)kv_head * c->head_stride;
+/* The cached row of (pos, KV head): head_dim elements of the cache's type. */
+static void *kv_row(const inf_kv_view *c, int pos, int kv_head) {
+    const size_t elem = (size_t)pos * c->pos_stride + (size_t)kv_head * c->head_stride;
+    return (char *)c->data + inf_kv_type_bytes(c->type, elem);
 }
 
 /* Writes src[n_tok][n_head_kv][head_dim] at positions pos0.. of one cache. */
@@ -188,12 +193,13 @@ static void store_rows(const inf_kv_view *cache, const float *src, int n_tok, in
     for (int t = 0; t < n_tok; t++)
         for (int h = 0; h < n_head_kv; h++) {
             const float *s = src + ((size_t)t * n_head_kv + h) * head_dim;
-            const size_t at = kv_offset(cache, pos0 + t, h);
-            if (cache->type == INF_KV_F32) {
-                memcpy((float *)cache->data + at, s, (size_t)head_dim * sizeof(float));
-            } else {
-                inf_f16 *d = (inf_f16 *)cache->data + at;
-                for (int i = 0; i < head_dim; i++) d[i] = inf_f32_to_f16(s[i]);
+            void *row = kv_row(cache, pos0 + t, h);
+            switch (cache->type) {
+            case INF_KV_F32: memcpy(row, s, (size_t)head_dim * sizeof(float)); break;
+            case INF_KV_F16:
+                for (int i = 0; i < head_dim; i++) ((inf_f16 *)row)[i] = inf_f32_to_f16(s[i]);
+                break;
+            case INF_KV_Q8_0: inf_quantize_row_q8_0(s, row, head_dim); break;
             }
         }
 }
@@ -207,31 +213,62 @@ static void ref_kv_store(const inf_ops *self, const inf_kv_view *k_cache, const 
 
 /* ------------------------------------------------------------------ attention */
 
-/* q · K[pos][kv_head], products in f32 summed in double (as dot_f32). */
-static float kv_dot(const inf_kv_view *k, int pos, int kv_head, int head_dim, const float *q) {
-    const size_t off = kv_offset(k, pos, kv_head);
-    if (k->type == INF_KV_F32) return dot_f32((const float *)k->data + off, q, head_dim);
-    const inf_f16 *kr = (const inf_f16 *)k->data + off;
-    double sum = 0.0;
-    for (int i = 0; i < head_dim; i++) sum += (double)(inf_f16_to_f32(kr[i]) * q[i]);
-    return (float)sum;
+/* One query row of a head as the K cache's dot wants it: the f32 row, and
+ * for a Q8_0 cache its Q8_0 blocks (llama.cpp's q_to_vec_dot). */
+typedef struct attn_query {
+    const float *f32;                                        /* [head_dim] */
+    inf_block_q8_0 q8[INF_MAX_HEAD_DIM / INF_Q8_0_BLOCK];    /* [head_dim / 32], Q8_0 K only */
+} attn_query;
+
+static void query_prepare(attn_query *aq, const inf_kv_view *k, const float *q, int head_dim) {
+    aq->f32 = q;
+    if (k->type == INF_KV_Q8_0) inf_quantize_row_q8_0(q, aq->q8, head_dim);
+}
+
+/* q · K[pos][kv_head]: f32 or f16 K with the f32 query, products in f32
+ * summed in double (as dot_f32); Q8_0 K with the Q8_0 query (dot_q8_0). */
+static float kv_dot(const inf_kv_view *k, int pos, int kv_head, int head_dim, const attn_query *aq) {
+    const void *kr = kv_row(k, pos, kv_head);
+    switch (k->type) {
+    case INF_KV_F32: return dot_f32(kr, aq->f32, head_dim);
+    case INF_KV_F16: {
+        double sum = 0.0;
+        for (int i = 0; i < head_dim; i++) sum += (double)(inf_f16_to_f32(((const inf_f16 *)kr)[i]) * aq->f32[i]);
+        return (float)sum;
+    }
+    case INF_KV_Q8_0: return dot_q8_0(kr, aq->q8, head_dim / INF_Q8_0_BLOCK);
+    }
+    return 0.0f;
+}
+
+/* Element i of V[pos][kv_head] as f32 (a Q8_0 element is d * q, in f32). */
+static float kv_get(const inf_kv_view *v, int pos, int kv_head, int i) {
+    const void *vr = kv_row(v, pos, kv_head);
+    switch (v->type) {
+    case INF_KV_F32: return ((const float *)vr)[i];
+    case INF_KV_F16: return inf_f16_to_f32(((const inf_f16 *)vr)[i]);
+    case INF_KV_Q8_0: {
+        const inf_block_q8_0 *b = (const inf_block_q8_0 *)vr + i / INF_Q8_0_BLOCK;
+        return inf_f16_to_f32(b->d) * (float)b->q[i % INF_Q8_0_BLOCK];
+    }
+    }
+    return 0.0f;
 }
 
 /* acc[head_dim] += a * V[pos][kv_head] */
 static void kv_axpy(float *acc, float a, const inf_kv_view *v, int pos, int kv_head, int head_dim) {
-    const size_t off = kv_offset(v, pos, kv_head);
-    if (v->type == INF_KV_F32) {
-        const float *vr = (const float *)v->data + off;
-        for (int i = 0; i < head_dim; i++) acc[i] += a * vr[i];
-    } else {
-        const inf_f16 *vr = (const inf_f16 *)v->data + off;
-        for (int i = 0; i < head_dim; i++) acc[i] += a * inf_f16_to_f32(vr[i]);
+    const void *vr = kv_row(v, pos, kv_head);
+    switch (v->type) {
+    case INF_KV_F32:
+        for (int i = 0; i < head_dim; i++) acc[i] += a * ((const float *)vr)[i];
+        break;
+    case INF_KV_F16:
+        for (int i = 0; i < head_dim; i++) acc[i] += a * inf_f16_to_f32(((const inf_f16 *)vr)[i]);
+        break;
+    case INF_KV_Q8_0:
+        for (int i = 0; i < head_dim; i++) acc[i] += a * kv_get(v, pos, kv_head, i);
+        break;
     }
-}
-
-static float kv_get(const inf_kv_view *v, int pos, int kv_head, int i) {
-    const size_t off = kv_offset(v, pos, kv_head) + (size_t)i;
-    return v->type == INF_KV_F32 ? ((const float *)v->data)[off] : inf_f16_to_f32(((const inf_f16 *)v->data)[off]);
 }
 
 static void scale_row(float *x, float a, int n) {
@@ -250,13 +287,14 @@ static void ref_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const
         const int last = sh->pos0 + t;
         for (int h = 0; h < sh->n_head; h++) {
             const size_t row = ((size_t)t * sh->n_head + (size_t)h) * hd;
-            const float *qh = q + row;
+            attn_query aq;
+            query_prepare(&aq, k, q + row, hd);
             float *o = out + row; /* [head_dim] accumulator, then result */
             const int kvh = h / group;
             float m = -INFINITY, l = 0.0f;
             memset(o, 0, (size_t)hd * sizeof(float));
             for (int p = 0; p <= last; p++) {
-                const float s = kv_dot(k, p, kvh, hd, qh) * sh->scale;
+                const float s = kv_dot(k, p, kvh, hd, &aq) * sh->scale;
                 if (s > m) {
                     const float corr = expf(m - s); /* 0 on the first key */
                     l *= corr;
@@ -288,7 +326,8 @@ static void ref_attn_prefill(const inf_ops *self, const inf_attn_shape *sh, cons
         const int n_keys = sh->pos0 + t + 1;
         for (int h = 0; h < sh->n_head; h++) {
             const size_t row = ((size_t)t * sh->n_head + (size_t)h) * hd;
-            const float *qh = q + row;
+            attn_query aq;
+            query_prepare(&aq, k, q + row, hd);
             float *o = out + row;
             const int kvh = h / group;
             float m = -INFINITY, l = 0.0f;
@@ -297,7 +336,7 @@ static void ref_attn_prefill(const inf_ops *self, const inf_attn_shape *sh, cons
                 const int n_j = INF_MIN(ATTN_TILE, n_keys - j0);
                 float tile_max = -INFINITY;
                 for (int j = 0; j < n_j; j++) {
-                    s[j] = kv_dot(k, j0 + j, kvh, hd, qh) * sh->scale;
+                    s[j] = kv_dot(k, j0 + j, kvh, hd, &aq) * sh->scale;
                     tile_max = fmaxf(tile_max, s[j]);
                 }
                 if (tile_max > m) {
@@ -333,10 +372,11 @@ inf_status inf_attn_materialized(const inf_attn_shape *sh, const float *q, const
     for (int h = 0; h < sh->n_head; h++) {
         const int kvh = h / group;
         for (int t = 0; t < sh->n_tok; t++) {
-            const float *qh = q + ((size_t)t * sh->n_head + (size_t)h) * hd;
+            attn_query aq;
+            query_prepare(&aq, k, q + ((size_t)t * sh->n_head + (size_t)h) * hd, hd);
             float *sr = scores + (size_t)t * n_keys;
             for (int j = 0; j < n_keys; j++)
-                sr[j] = j <= sh->pos0 + t ? kv_dot(k, j, kvh, hd, qh) * sh->scale : -INFINITY;
+                sr[j] = j <= sh->pos0 + t ? kv_dot(k, j, kvh, hd, &aq) * sh->scale : -INFINITY;
             float max = -INFINITY;
             for (int j = 0; j < n_keys; j++) max = fmaxf(max, sr[j]);
             double sum = 0.0;

@@ -74,8 +74,6 @@ static void record(const inf_ops *self, enum trace_op op, uint64_t t0_ns, uint64
     atomic_fetch_add_explicit(&c->flops, flops, memory_order_relaxed);
 }
 
-static uint64_t kv_elem_bytes(const inf_kv_view *c) { return c->type == INF_KV_F16 ? 2 : 4; }
-
 /* ------------------------------------------------------------------ forwarding ops */
 
 static void trace_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
@@ -146,7 +144,9 @@ static void trace_kv_store(const inf_ops *self, const inf_kv_view *k_cache, cons
     const uint64_t t0 = now_ns();
     in->kv_store(in, k_cache, v_cache, k, v, n_tok, pos0, n_head_kv, head_dim);
     const uint64_t elems = (uint64_t)n_tok * (uint64_t)n_head_kv * (uint64_t)head_dim;
-    record(self, TRACE_KV_STORE, t0, elems * (8 + kv_elem_bytes(k_cache) + kv_elem_bytes(v_cache)), 0);
+    /* f32 k and v read, both rows written in the caches' types (34 bytes per 32 for Q8_0) */
+    record(self, TRACE_KV_STORE, t0,
+           elems * 8 + inf_kv_type_bytes(k_cache->type, elems) + inf_kv_type_bytes(v_cache->type, elems), 0);
 }
 
 /* Minimum traffic and flops of an attention call: K and V rows of every
@@ -157,7 +157,8 @@ static void attn_cost(const inf_attn_shape *sh, const inf_kv_view *k, const inf_
     const uint64_t n_tok = (uint64_t)sh->n_tok, pos0 = (uint64_t)sh->pos0, hd = (uint64_t)sh->head_dim;
     const uint64_t kv_rows = (pos0 + n_tok) * (uint64_t)sh->n_head_kv;
     const uint64_t pairs = n_tok * pos0 + n_tok * (n_tok + 1) / 2; /* Σ_t (pos0 + t + 1) */
-    *bytes = kv_rows * hd * (kv_elem_bytes(k) + kv_elem_bytes(v)) + 8 * n_tok * (uint64_t)sh->n_head * hd;
+    *bytes = inf_kv_type_bytes(k->type, kv_rows * hd) + inf_kv_type_bytes(v->type, kv_rows * hd) +
+             8 * n_tok * (uint64_t)sh->n_head * hd;
     *flops = 4 * pairs * (uint64_t)sh->n_head * hd;
 }
 

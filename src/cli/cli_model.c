@@ -51,10 +51,8 @@ int cli_model_flag(const char *cmd, cli_model_args *a, int argc, char **argv, in
     }
     if (!strcmp(f, "--kv-type")) {
         if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
-        if (!strcmp(v, "f32")) a->kv_type = INF_KV_F32;
-        else if (!strcmp(v, "f16")) a->kv_type = INF_KV_F16;
-        else {
-            cli_fail(EXIT_USAGE, cmd, "--kv-type wants f32 or f16, got '%s'", v);
+        if (!inf_kv_type_from_name(v, &a->kv_type)) {
+            cli_fail(EXIT_USAGE, cmd, "--kv-type wants f32, f16 or q8_0, got '%s'", v);
             return -1;
         }
         return 1;

@@ -34,7 +34,7 @@
 
 static const char *usage_text =
     "usage: inferno bench -m MODEL [-t THREADS] [-p 17,511,2044] [-n 64] [-d 0,511,2044]\n"
-    "                     [-r 5] [-c CTX] [--no-mmap] [--kv-type f32|f16] [--no-warmup]\n"
+    "                     [-r 5] [-c CTX] [--no-mmap] [--kv-type f32|f16|q8_0] [--no-warmup]\n"
     "                     [--bw-mib 1024] [--trace] [--json]\n"
     "\n"
     "Measures prefill and decode speed. After one warm-up run per case, each case\n"
@@ -49,7 +49,7 @@ static const char *usage_text =
     "  --no-mmap    read the weights into anonymous memory instead of mapping\n"
     "               the file (compare engines this way: mapped reads are erratic\n"
     "               on some VMs)\n"
-    "  --kv-type    KV cache element type (default f16, as llama.cpp)\n"
+    "  --kv-type    KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
     "  --no-warmup  skip the warm-up runs\n"
     "  --bw-mib N   buffer size for the bandwidth measurement (default 1024;\n"
     "               0 = do not measure)\n"
@@ -246,7 +246,7 @@ typedef struct bench_ctx {
     float *logits;   /* [n_vocab] */
     int32_t n_ordinary;
     double bw_gb_s;  /* 0 = not measured */
-    int kv_elem_bytes;
+    double kv_elem_bytes; /* 4, 2, or 34/32 for q8_0 */
     bool progress;   /* stderr is a terminal */
     int32_t first_token; /* argmax after a prefill: part of the time to first token */
 } bench_ctx;
@@ -318,7 +318,7 @@ static void print_json_head(const bench_ctx *b, const char *kind, int tokens, in
     }
     printf("\", \"weight_type\": \"%s\", \"isa\": \"%s\", \"kv_type\": \"%s\", \"mmap\": %s",
            inf_dtype_name(b->info.weight_type), b->info.isa,
-           b->o->model.kv_type == INF_KV_F16 ? "f16" : "f32", b->o->model.no_mmap ? "false" : "true");
+           inf_kv_type_name(b->o->model.kv_type), b->o->model.no_mmap ? "false" : "true");
 }
 
 static void print_json_samples(const double *seconds, int n) {
@@ -433,7 +433,7 @@ static int run_cases(bench_ctx *b) {
 /* Loads the model, measures, prints; need = the session's context. */
 static int bench_model(bench_opts *o, int need) {
     bench_ctx b = {.o = o, .progress = isatty(STDERR_FILENO) == 1};
-    b.kv_elem_bytes = o->model.kv_type == INF_KV_F16 ? 2 : 4;
+    b.kv_elem_bytes = (double)inf_kv_type_bytes(o->model.kv_type, 32) / 32.0;
     /* Before the model exists: the measuring child is forked from a process
      * that has no other threads yet (a fork while the thread pool runs can
      * leave an allocator lock held in the child). */
@@ -455,8 +455,8 @@ static int bench_model(bench_opts *o, int need) {
     if (!b.tokens || !b.logits) rc = cli_fail(EXIT_RUNTIME, "bench", "out of memory");
     else if (inf_session_new(b.model, need, &b.session, &err)) rc = cli_fail_error("bench", &err);
     /* K and V: [n_layer][need][n_head_kv * head_dim] each */
-    uint64_t kv_cache_bytes = (uint64_t)b.info.n_layer * (uint64_t)need * (uint64_t)b.info.n_head_kv *
-                              (uint64_t)b.info.head_dim * 2u * (uint64_t)b.kv_elem_bytes;
+    uint64_t kv_cache_bytes = 2u * inf_kv_type_bytes(o->model.kv_type, (size_t)b.info.n_layer * (size_t)need *
+                                                          (size_t)b.info.n_head_kv * (size_t)b.info.head_dim);
 
     if (!rc && !o->json) {
         printf("inferno bench: %s%s%s%s\n", o->model.model_path, *b.info.name ? " (" : "",
@@ -465,7 +465,7 @@ static int bench_model(bench_opts *o, int need) {
         printf("  %s weights, %s, %d layers, %.1f M params; KV cache %s, %s for %d tokens\n",
                inf_dtype_name(b.info.weight_type),
                human_bytes((double)b.info.weight_bytes, weights, sizeof weights), b.info.n_layer,
-               b.info.n_params * 1e-6, o->model.kv_type == INF_KV_F16 ? "f16" : "f32",
+               b.info.n_params * 1e-6, inf_kv_type_name(o->model.kv_type),
                human_bytes((double)kv_cache_bytes, kv, sizeof kv), need);
         printf("  kernels %s, %d threads, weights %s, loaded in %.3f s\n", b.info.isa,
                b.info.n_threads, o->model.no_mmap ? "in anonymous memory" : "mapped from the file",

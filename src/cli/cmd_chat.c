@@ -47,7 +47,7 @@ static const char *usage_text =
     "  -t, --threads N       threads (default: physical cores)\n"
     "  -c, --ctx-size N      context length (default: min(model's, 4096))\n"
     "  --no-mmap             read the weights into memory instead of mapping the file\n"
-    "  --kv-type f32|f16     KV cache element type (default f16, as llama.cpp)\n"
+    "  --kv-type T           KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
     "\n"
     "Sampling defaults: the model's recommended values for the current thinking mode\n"
     "(general.sampling.* metadata, else Qwen3's: thinking temp 0.6, top-p 0.95,\n"

@@ -41,7 +41,7 @@ static const char *usage_text =
     "  -t, --threads N       threads (default: physical cores)\n"
     "  -c, --ctx-size N      context length (default: min(model's, 4096))\n"
     "  --no-mmap             read the weights into memory instead of mapping the file\n"
-    "  --kv-type f32|f16     KV cache element type (default f16, as llama.cpp)\n"
+    "  --kv-type T           KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
     "  --trace               print calls and time per op at exit\n"
     "\n"
     "Decoding: greedy (argmax, temperature 0) by default. With --chat, or when any of\n"

@@ -24,6 +24,31 @@ bool inf_dtype_from_name(const char *name, inf_dtype *out) {
     return false;
 }
 
+const char *inf_kv_type_name(inf_kv_type type) {
+    switch (type) {
+    case INF_KV_F32: return "f32";
+    case INF_KV_F16: return "f16";
+    case INF_KV_Q8_0: return "q8_0";
+    }
+    return "?";
+}
+
+bool inf_kv_type_from_name(const char *name, inf_kv_type *out) {
+    static const inf_kv_type all[] = {INF_KV_F32, INF_KV_F16, INF_KV_Q8_0};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (strcasecmp(name, inf_kv_type_name(all[i])) == 0) { *out = all[i]; return true; }
+    return false;
+}
+
+size_t inf_kv_type_bytes(inf_kv_type type, size_t n) {
+    switch (type) {
+    case INF_KV_F32: return n * sizeof(float);
+    case INF_KV_F16: return n * sizeof(inf_f16);
+    case INF_KV_Q8_0: return n / INF_Q8_0_BLOCK * sizeof(inf_block_q8_0);
+    }
+    return 0;
+}
+
 const char *inf_ggml_type_name(uint32_t t) {
     static const char *names[] = {
         "f32", "f16", "q4_0", "q4_1", "type 4 (removed q4_2)", "type 5 (removed q4_3)", "q5_0", "q5_1",

@@ -26,7 +26,6 @@ enum {
     MAX_EMBD = 1 << 17,
     MAX_FF = 1 << 19,
     MAX_HEADS = 1024,
-    MAX_HEAD_DIM = 1024,
     MAX_VOCAB = 1 << 22,
     MAX_CTX = 1 << 24,
 };
@@ -95,10 +94,10 @@ static inf_status load_config(const gguf_file *f, qwen3_config *c, inf_error *er
                           "qwen3.attention.head_count_kv (%d)",
                           f->path, c->n_head, c->n_head_kv);
     c->head_dim = c->n_embd / c->n_head;
-    if ((st = get_dim(f, "qwen3.attention.key_length", true, MAX_HEAD_DIM, &c->head_dim, err)))
+    if ((st = get_dim(f, "qwen3.attention.key_length", true, INF_MAX_HEAD_DIM, &c->head_dim, err)))
         return st;
     int value_length = c->head_dim;
-    if ((st = get_dim(f, "qwen3.attention.value_length", true, MAX_HEAD_DIM, &value_length, err)))
+    if ((st = get_dim(f, "qwen3.attention.value_length", true, INF_MAX_HEAD_DIM, &value_length, err)))
         return st;
     if (value_length != c->head_dim)
         return inf_errorf(err, INF_ERR_UNSUPPORTED,
@@ -300,6 +299,12 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
                                        opt->progress_user, &m->file, err);
     if (!st) st = load_config(m->file, &m->cfg, err);
     if (!st) st = bind_tensors(m, err);
+    if (!st && (unsigned)m->opt.kv_type > INF_KV_Q8_0)
+        st = inf_errorf(err, INF_ERR_INVALID, "unknown KV cache type %d", (int)m->opt.kv_type);
+    if (!st && m->opt.kv_type == INF_KV_Q8_0 && m->cfg.head_dim % INF_Q8_0_BLOCK != 0)
+        st = inf_errorf(err, INF_ERR_INVALID,
+                        "%s: a q8_0 KV cache needs qwen3.attention.key_length (head_dim %d) to be a multiple of %d",
+                        path, m->cfg.head_dim, INF_Q8_0_BLOCK);
     if (!st && m->opt.n_ctx > m->cfg.n_ctx_train)
         st = inf_errorf(err, INF_ERR_INVALID, "context length %d exceeds the model's %d",
                         m->opt.n_ctx, m->cfg.n_ctx_train);

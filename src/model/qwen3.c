@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t kv_elem_bytes(inf_kv_type t) { return t == INF_KV_F16 ? 2 : 4; }
-
 static void free_activations(inf_session *s) {
     inf_free_aligned(s->x);
     inf_free_aligned(s->xn);
@@ -74,7 +72,7 @@ inf_status inf_session_new(inf_model *m, int n_ctx, inf_session **out, inf_error
     s->model = m;
     s->n_ctx = n_ctx;
     s->kv_layer_elems = (size_t)n_ctx * (size_t)m->cfg.kv_dim;
-    size_t kv_bytes = s->kv_layer_elems * (size_t)m->cfg.n_layer * kv_elem_bytes(m->opt.kv_type);
+    size_t kv_bytes = inf_kv_type_bytes(m->opt.kv_type, s->kv_layer_elems * (size_t)m->cfg.n_layer);
     s->k_cache = inf_alloc_streamed(kv_bytes);
     s->v_cache = inf_alloc_streamed(kv_bytes);
     inf_status st = INF_OK;
@@ -146,11 +144,11 @@ inf_status inf_session_eval(inf_session *s, const int32_t *tokens, int n, inf_lo
 
 /* Layer `layer` of a cache [n_layer][n_head_kv][n_ctx][head_dim]. */
 static inf_kv_view layer_cache(const inf_session *s, void *base, int layer) {
-    size_t eb = kv_elem_bytes(s->model->opt.kv_type);
+    const inf_kv_type type = s->model->opt.kv_type;
     const size_t head_dim = (size_t)s->model->cfg.head_dim;
     return (inf_kv_view){
-        .data = (char *)base + (size_t)layer * s->kv_layer_elems * eb,
-        .type = s->model->opt.kv_type,
+        .data = (char *)base + inf_kv_type_bytes(type, (size_t)layer * s->kv_layer_elems),
+        .type = type,
         .pos_stride = head_dim,
         .head_stride = (size_t)s->n_ctx * head_dim,
     };

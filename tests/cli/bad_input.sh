@@ -30,6 +30,8 @@ if ! "$INFERNO" synth -o "$M" --layers 1 --embd 64 --heads 2 --kv-heads 1 --head
     exit 1
 fi
 size=$(wc -c <"$M")
+M16="$tmp/tiny-hd16.gguf" # head_dim 16: too short for Q8_0 rows
+"$INFERNO" synth -o "$M16" --layers 1 --embd 64 --heads 2 --kv-heads 1 --head-dim 16 --ff 128 --vocab 1000 >/dev/null 2>&1
 
 # broken files
 echo "just some text" >"$tmp/text.gguf"
@@ -94,7 +96,10 @@ expect 2 "logit bias for token 5000, outside the vocabulary" run -m "$M" -p hi -
 expect 2 "option -p needs a value" run -m "$M" -p
 expect 2 "-c wants a context length" run -m "$M" -p hi -c 0
 expect 2 "-t wants a thread count" run -m "$M" -p hi -t zero
-expect 2 "--kv-type wants f32 or f16" chat -m "$M" --kv-type q4
+expect 2 "--kv-type wants f32, f16 or q8_0, got 'q4'" chat -m "$M" --kv-type q4
+expect 2 "--kv-type wants f32, f16 or q8_0, got 'q4'" run -m "$M" -p hi --kv-type q4
+expect 1 "q8_0 KV cache needs qwen3.attention.key_length \(head_dim 16\) to be a multiple of 32" \
+    run -m "$M16" -p hi --kv-type q8_0
 expect 2 "--system and --no-think need --chat" run -m "$M" -p hi --system "x"
 expect 2 "the prompt is empty" run -m "$M" --json -f /dev/null
 expect 2 "chat reads its messages from the terminal" chat -m "$M" -p hi

@@ -69,4 +69,18 @@ check "table: a pp5 row" 'grep -q "^  pp5 " "$tmp/table"'
 check "table: a tg2 @ d3 row" 'grep -q "^  tg2 @ d3 " "$tmp/table"'
 check "table: peak RSS" 'grep -q "peak RSS" "$tmp/table"'
 
+# q8_0 KV cache (tiny-b: head_dim 64): named in the JSON, 34 bytes per 32 elements
+if "$INFERNO" bench -m tests/data/golden/tiny-b-f32.gguf -t 1 -p 4 -n 2 -d 3 -r 1 --bw-mib 0 --kv-type q8_0 --no-warmup \
+    --json >"$tmp/q8" 2>"$tmp/err"; then
+    ok
+else
+    bad "bench --kv-type q8_0 failed"
+    cat "$tmp/err"
+fi
+check "--kv-type q8_0: JSON kv_type" '[ "$(grep -c "\"kv_type\": \"q8_0\"" "$tmp/q8")" -eq 3 ]'
+# 2 layers x 5 positions x 2 KV heads x 64 x 2 (K and V) elements, 34/32 bytes each
+check "--kv-type q8_0: KV cache bytes" 'tail -n 1 "$tmp/q8" | grep -q "\"kv_cache_bytes\": 2720,"'
+# decode steps attend over 4.5 positions on average: 2 x 4.5 x 2 x 64 x 2 x 34/32
+check "--kv-type q8_0: KV bytes per token" 'grep -q "\"kv_bytes_per_tok\": 2448," "$tmp/q8"'
+
 finish

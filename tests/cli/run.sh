@@ -30,6 +30,13 @@ run --tokens 785,3974,13876,38835 --ids -n 8 --temp 0 >"$tmp/ids0" 2>/dev/null
 check "--ids: a JSON array of 8 ids" 'grep -Eq "^\[[0-9]+(, [0-9]+){7}\]$" "$tmp/ids"'
 check "--ids greedy = --temp 0" 'cmp -s "$tmp/ids" "$tmp/ids0"'
 
+# KV cache types: q8_0 runs (head_dim 32 holds one Q8_0 block per row), the
+# same greedy ids on 1 and 2 threads
+run --tokens 785,3974,13876,38835 --ids -n 8 --kv-type q8_0 -t 1 >"$tmp/q8a" 2>/dev/null
+run --tokens 785,3974,13876,38835 --ids -n 8 --kv-type q8_0 -t 2 >"$tmp/q8b" 2>/dev/null
+check "--kv-type q8_0: 8 ids" 'grep -Eq "^\[[0-9]+(, [0-9]+){7}\]$" "$tmp/q8a"'
+check "--kv-type q8_0: the same ids on 1 and 2 threads" 'cmp -s "$tmp/q8a" "$tmp/q8b"'
+
 # seeds: the same seed gives the same text on 1 and 2 threads; another seed differs
 run -p "Once upon a time" -n 16 --seed 42 -t 1 >"$tmp/s1" 2>/dev/null
 run -p "Once upon a time" -n 16 --seed 42 -t 2 >"$tmp/s2" 2>/dev/null

@@ -22,11 +22,22 @@
  * The causal mask is a loop bound (per row: a lane mask on the tiles that
  * cross its last position). An f16 cache is widened as it is loaded
  * (decode) or tile by tile (prefill).
+ *
+ * Q8_0 cache (ref.c's numerics: the query quantized to Q8_0, integer block
+ * dots, V dequantized to f32): decode dots each key row with the query's
+ * blocks two at a time by VNNI (vpdpbusd wants unsigned x signed bytes, so
+ * keys enter as k + 128 and the accumulator starts at -128 * Σ q of each
+ * lane's four quants, as the Q8_0 matvec does), scales the lane partials by
+ * d_k * d_q and sums them in f32; values are widened to d * q as they are
+ * loaded. Prefill dequantizes its K and V tiles to f32 and puts the
+ * quantized-then-dequantized query into Q^T: the same products as ref,
+ * formed in f32.
  */
 #include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
 
 #include "core/common.h"
+#include "core/dtype.h"
 
 #include <math.h>
 #include <string.h>
@@ -41,39 +52,95 @@ static __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1); }
 
 static int round4(int n) { return (n + 3) & ~3; }
 
-/* Address of the cached row of (pos, KV head) as f32 or f16 elements. */
-static const void *kv_row(const inf_kv_view *c, int pos, int kvh) {
-    const size_t elem = c->type == INF_KV_F16 ? 2 : 4;
-    return (const char *)c->data + ((size_t)pos * c->pos_stride + (size_t)kvh * c->head_stride) * elem;
+#define INLINE static inline __attribute__((always_inline))
+
+/* Address of the cached row of (pos, KV head). */
+static const char *kv_row(const inf_kv_view *c, int pos, int kvh) {
+    return (const char *)c->data + inf_kv_type_bytes(c->type, (size_t)pos * c->pos_stride + (size_t)kvh * c->head_stride);
 }
 
-/* 16 elements of a cached row from element i (masked), widened to f32. */
-static __m512 kv_load(const inf_kv_view *c, const void *row, int i, __mmask16 m) {
-    if (c->type == INF_KV_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
+/* 16 elements of a cached row of type T from element i (masked), widened
+ * to f32. Q8_0 rows have head_dim a multiple of 32: the mask is all or
+ * nothing, and a Q8_0 element is d * q in f32, as ref.c forms it. */
+INLINE __m512 row_load(const char *row, int i, __mmask16 m, const inf_kv_type T) {
+    if (T == INF_KV_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
+    if (T == INF_KV_Q8_0) {
+        if (!m) return _mm512_setzero_ps();
+        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + i / INF_Q8_0_BLOCK;
+        const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->q + i % INF_Q8_0_BLOCK))));
+        return _mm512_mul_ps(q, _mm512_set1_ps(_cvtsh_ss(b->d)));
+    }
     return _mm512_maskz_loadu_ps(m, (const float *)row + i);
 }
 
 /* Rows [j0, j0 + n) of one KV head, widened to f32 into dst[n][hd]. */
 static void widen_tile(const inf_kv_view *c, int j0, int n, int kvh, int hd, float *dst) {
     for (int j = 0; j < n; j++) {
-        const void *row = kv_row(c, j0 + j, kvh);
+        const char *row = kv_row(c, j0 + j, kvh);
         for (int i = 0; i < hd; i += 16) {
             const __mmask16 m = hd - i >= 16 ? 0xffff : tail_mask(hd - i);
-            _mm512_mask_storeu_ps(dst + (size_t)j * hd + i, m, kv_load(c, row, i, m));
+            const __m512 x = c->type == INF_KV_F16 ? row_load(row, i, m, INF_KV_F16)
+                             : c->type == INF_KV_Q8_0 ? row_load(row, i, m, INF_KV_Q8_0)
+                                                      : row_load(row, i, m, INF_KV_F32);
+            _mm512_mask_storeu_ps(dst + (size_t)j * hd + i, m, x);
         }
     }
 }
 
 /* ------------------------------------------------------------------ decode */
 
-#define INLINE static inline __attribute__((always_inline))
-
 enum { DECODE_HEADS = 8 }; /* query heads per pass over the cache */
 
-/* 16 elements of a cached row from element i (masked), widened to f32. */
-INLINE __m512 row_load(const char *row, int i, __mmask16 m, const bool F16) {
-    if (F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i));
-    return _mm512_maskz_loadu_ps(m, (const float *)row + i);
+/* One query head's Q8_0 blocks 2c and 2c + 1 as the VNNI dot takes them
+ * (lanes 0-7 block 2c, 8-15 block 2c + 1; a missing odd last block is
+ * zeros): the quants, -128 * Σ of each lane's four quants (the keys enter
+ * vpdpbusd as unsigned k + 128), and the block scale per lane. */
+typedef struct q8_query_pair {
+    int8_t q[2 * INF_Q8_0_BLOCK];
+    int32_t negc[16];
+    float d[16];
+} q8_query_pair;
+
+/* q[hd] quantized as inf_quantize_row_q8_0 into pairs[(hd / 32 + 1) / 2]. */
+static void q8_query_prepare(const float *q, int hd, q8_query_pair *pairs) {
+    inf_block_q8_0 blocks[INF_MAX_HEAD_DIM / INF_Q8_0_BLOCK];
+    const int nb = hd / INF_Q8_0_BLOCK;
+    inf_quantize_row_q8_0(q, blocks, hd);
+    for (int c = 0; c < (nb + 1) / 2; c++) {
+        q8_query_pair *pp = &pairs[c];
+        memset(pp, 0, sizeof *pp);
+        for (int half = 0; half < 2 && 2 * c + half < nb; half++) {
+            const inf_block_q8_0 *b = &blocks[2 * c + half];
+            memcpy(pp->q + half * INF_Q8_0_BLOCK, b->q, INF_Q8_0_BLOCK);
+            for (int lane = 0; lane < 8; lane++) {
+                const int8_t *x = b->q + 4 * lane;
+                pp->negc[8 * half + lane] = -128 * (x[0] + x[1] + x[2] + x[3]);
+                pp->d[8 * half + lane] = _cvtsh_ss(b->d);
+            }
+        }
+    }
+}
+
+/* Key blocks 2c and 2c + 1 of a Q8_0 row as unsigned bytes k + 128 (a
+ * missing odd last block reads as zeros, which meet zero query quants). */
+INLINE __m512i q8_key_pair(const char *row, int c, bool single) {
+    const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + 2 * c;
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)b[0].q);
+    const __m256i hi = single ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i *)b[1].q);
+    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8((char)0x80));
+}
+
+/* The scales of key blocks 2c and 2c + 1, lanes 0-7 and 8-15. */
+INLINE __m512 q8_key_scales(const char *row, int c, bool single) {
+    const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + 2 * c;
+    const __m128i lo = _mm_set1_epi16((short)b[0].d), hi = _mm_set1_epi16(single ? 0 : (short)b[1].d);
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+/* acc += (Σ k q per lane) * d_k * d_q: the integer dot is exact. */
+INLINE __m512 q8_dot_pair(__m512i ku, __m512 dk, const q8_query_pair *qp, __m512 acc) {
+    const __m512i d = _mm512_dpbusd_epi32(_mm512_loadu_si512(qp->negc), ku, _mm512_loadu_si512(qp->q));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(dk, _mm512_loadu_ps(qp->d)), acc);
 }
 
 /* Compile-time selection among named registers: SEL8(i, x) is x<i> for a
@@ -95,15 +162,20 @@ INLINE __m512 row_load(const char *row, int i, __mmask16 m, const bool F16) {
 enum { PREFETCH_ROWS = TILE };
 
 /* Decode for query heads q[G][hd] (G a power of two <= 8; rows past the
- * real head count are duplicates whose results are dropped) against keys
- * and values [n_keys] at kbase/vbase, rows row_bytes apart. o[G][hd]
+ * real head count are duplicates whose results are dropped; for a Q8_0
+ * cache, T == INF_KV_Q8_0, their pairs qq[G][n_pairs] are read instead)
+ * against keys and values [n_keys] of type T at kbase/vbase, rows
+ * row_bytes apart. o[G][hd]
  * accumulates unnormalized outputs, m and l the running max and sum.
  * Scores: KB = 16 / G keys at a time, all G heads per key row read, the 16
  * partial dots (accumulator p: key p / G, head p % G) summed across lanes
  * at once. Values: each row read once per slice of W vectors of head_dim,
  * for all heads (accumulator p: head p / W, vector p % W). */
-INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, size_t row_bytes, int n_keys,
-                         int hd, float scale, const int G, const bool F16, float *s, float *o, float *m, float *l) {
+INLINE void decode_heads(const float *q, const q8_query_pair *qq, const char *kbase, const char *vbase,
+                         size_t row_bytes, int n_keys, int hd, float scale, const int G, const inf_kv_type T,
+                         float *s, float *o, float *m, float *l) {
+    const int n_pairs = (hd / INF_Q8_0_BLOCK + 1) / 2; /* Q8_0: qq[G][n_pairs] */
+    const bool odd_blocks = (hd / INF_Q8_0_BLOCK) % 2 != 0;
     const int KB = 16 / G;             /* keys per score block */
     const int W = G <= 2 ? 8 : 16 / G; /* vectors of head_dim per value slice */
     const __m512 zero = _mm512_setzero_ps();
@@ -121,12 +193,22 @@ INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, s
 #define ACC_ZERO(p) __m512 a##p = zero;
             REPEAT16(ACC_ZERO)
 #undef ACC_ZERO
-            for (int i = 0; i < hd; i += 16) {
+            for (int c = 0; T == INF_KV_Q8_0 && c < n_pairs; c++) {
+                const bool single = odd_blocks && c == n_pairs - 1;
+#define K8_LOAD(jj) const __m512i k##jj = q8_key_pair(r##jj, c, single); \
+                    const __m512 dk##jj = q8_key_scales(r##jj, c, single);
+                REPEAT16(K8_LOAD)
+#undef K8_LOAD
+#define K8_DOT(p) a##p = q8_dot_pair(SEL16((p) / G, k), SEL16((p) / G, dk), &qq[(p) % G * n_pairs + c], a##p);
+                REPEAT16(K8_DOT)
+#undef K8_DOT
+            }
+            for (int i = 0; T != INF_KV_Q8_0 && i < hd; i += 16) {
                 const __mmask16 mk = hd - i >= 16 ? 0xffff : tail_mask(hd - i);
 #define Q_LOAD(g) const __m512 q##g = (g) < G ? _mm512_maskz_loadu_ps(mk, q + (size_t)(g) * hd + i) : zero;
                 REPEAT8(Q_LOAD)
 #undef Q_LOAD
-#define K_LOAD(jj) const __m512 k##jj = (jj) < KB ? row_load(r##jj, i, mk, F16) : zero;
+#define K_LOAD(jj) const __m512 k##jj = (jj) < KB ? row_load(r##jj, i, mk, T) : zero;
                 REPEAT16(K_LOAD)
 #undef K_LOAD
 #define K_FMA(p) a##p = _mm512_fmadd_ps(SEL8((p) % G, q), SEL16((p) / G, k), a##p);
@@ -186,7 +268,7 @@ INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, s
 #define P_BCAST(g) const __m512 pb##g = (g) < G ? _mm512_set1_ps(s[(g) * TILE + j]) : zero;
                 REPEAT8(P_BCAST)
 #undef P_BCAST
-#define V_LOAD(w) const __m512 v##w = (w) < W ? row_load(row, i0 + 16 * (w), m##w, F16) : zero;
+#define V_LOAD(w) const __m512 v##w = (w) < W ? row_load(row, i0 + 16 * (w), m##w, T) : zero;
                 REPEAT8(V_LOAD)
 #undef V_LOAD
 #define V_FMA(p) if ((p) < G * W) c##p = _mm512_fmadd_ps(SEL8((p) / W, pb), SEL8((p) % W, v), c##p);
@@ -203,8 +285,10 @@ INLINE void decode_heads(const float *q, const char *kbase, const char *vbase, s
 
 size_t inf_avx512_attn_tmp_bytes(const inf_attn_shape *sh) {
     const size_t hd = (size_t)sh->head_dim;
-    /* scores [8][TILE], o [8][hd], m and l [8], duplicated q heads [8][hd] */
-    const size_t decode = DECODE_HEADS * (TILE + 2 * hd + 2);
+    /* scores [8][TILE], o [8][hd], m and l [8], duplicated q heads [8][hd],
+     * their Q8_0 pairs [8][n_pairs] (Q8_0 cache) */
+    const size_t n_pairs = (hd / INF_Q8_0_BLOCK + 1) / 2;
+    const size_t decode = DECODE_HEADS * (TILE + 2 * hd + 2 + n_pairs * sizeof(q8_query_pair) / sizeof(float));
     /* Q^T and O^T [hd][64], S^T [64][64], K and V tiles [64][hd], m, l, limits */
     const size_t prefill = (hd + (size_t)round4((int)hd)) * ROW_CHUNK + TILE * ROW_CHUNK + 2 * TILE * hd + 3 * ROW_CHUNK;
     return (decode > prefill ? decode : prefill) * sizeof(float) + 64;
@@ -213,26 +297,31 @@ size_t inf_avx512_attn_tmp_bytes(const inf_attn_shape *sh) {
 void inf_avx512_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv_view *k,
                             const inf_kv_view *v, float *out, int kvh, void *tmp) {
     const int group = sh->n_head / sh->n_head_kv, hd = sh->head_dim, n_keys = sh->pos0 + 1;
-    const bool f16 = k->type == INF_KV_F16;
-    const size_t row_bytes = k->pos_stride * (f16 ? 2 : 4);
+    const inf_kv_type type = k->type; /* V has the same (cpu.c) */
+    const size_t row_bytes = inf_kv_type_bytes(type, k->pos_stride);
+    const int n_pairs = (hd / INF_Q8_0_BLOCK + 1) / 2;
     const char *kbase = kv_row(k, 0, kvh), *vbase = kv_row(v, 0, kvh);
     float *s = tmp;                             /* [8][TILE] scores, then weights */
     float *o = s + DECODE_HEADS * TILE;         /* [8][hd] */
     float *qs = o + (size_t)DECODE_HEADS * hd;  /* [8][hd] the heads of a pass, padded */
     float *m = qs + (size_t)DECODE_HEADS * hd;  /* [8] */
     float *l = m + DECODE_HEADS;                /* [8] */
+    q8_query_pair *qq = (q8_query_pair *)(l + DECODE_HEADS); /* [8][n_pairs], Q8_0 cache */
     for (int h0 = 0; h0 < group; h0 += DECODE_HEADS) {
         const int nh = INF_MIN(DECODE_HEADS, group - h0);
         const int G = nh == 1 ? 1 : nh == 2 ? 2 : nh <= 4 ? 4 : 8;
         for (int g = 0; g < G; g++) {
             memcpy(qs + (size_t)g * hd, q + (size_t)(kvh * group + h0 + INF_MIN(g, nh - 1)) * hd, (size_t)hd * sizeof(float));
+            if (type == INF_KV_Q8_0) q8_query_prepare(qs + (size_t)g * hd, hd, qq + (size_t)g * n_pairs);
             m[g] = -INFINITY;
             l[g] = 0.0f;
         }
         memset(o, 0, (size_t)G * hd * sizeof(float));
-#define DECODE_CASE(g)                                                                                  \
-    if (f16) decode_heads(qs, kbase, vbase, row_bytes, n_keys, hd, sh->scale, g, true, s, o, m, l);    \
-    else decode_heads(qs, kbase, vbase, row_bytes, n_keys, hd, sh->scale, g, false, s, o, m, l);
+#define DECODE_TYPE(g, t) decode_heads(qs, qq, kbase, vbase, row_bytes, n_keys, hd, sh->scale, g, t, s, o, m, l)
+#define DECODE_CASE(g)                                                  \
+    if (type == INF_KV_F16) DECODE_TYPE(g, INF_KV_F16);                 \
+    else if (type == INF_KV_Q8_0) DECODE_TYPE(g, INF_KV_Q8_0);          \
+    else DECODE_TYPE(g, INF_KV_F32);
         switch (G) {
         case 1: DECODE_CASE(1) break;
         case 2: DECODE_CASE(2) break;
@@ -240,6 +329,7 @@ void inf_avx512_attn_decode(const inf_attn_shape *sh, const float *q, const inf_
         default: DECODE_CASE(8) break;
         }
 #undef DECODE_CASE
+#undef DECODE_TYPE
         for (int g = 0; g < nh; g++) {
             const float inv = l[g] > 0.0f ? 1.0f / l[g] : 0.0f;
             float *dst = out + (size_t)(kvh * group + h0 + g) * hd;
@@ -257,8 +347,8 @@ typedef struct prefill_ctx {
     float *qt;     /* [hd][ROW_CHUNK] Q^T */
     float *ot;     /* [round4(hd)][ROW_CHUNK] O^T */
     float *st;     /* [TILE][ROW_CHUNK] S^T, then P^T */
-    float *ktile;  /* [TILE][hd] keys as f32 (f16 cache) */
-    float *vtile;  /* [TILE][hd] values as f32 (f16 cache) */
+    float *ktile;  /* [TILE][hd] keys as f32 (f16 or Q8_0 cache) */
+    float *vtile;  /* [TILE][hd] values as f32 (f16 or Q8_0 cache) */
     float *m, *l;  /* [ROW_CHUNK] */
     int32_t *last; /* [ROW_CHUNK] last visible key per row */
 } prefill_ctx;
@@ -336,6 +426,13 @@ static void prefill_rows(prefill_ctx *c, const float *q, float *out, int t0, int
         const int row = row0 + INF_MIN(r, nr - 1); /* padding lanes repeat the last row */
         const int t = t0 + row / group, h = c->kvh * group + row % group;
         const float *qr = q + ((size_t)t * sh->n_head + h) * hd;
+        float q8_values[INF_MAX_HEAD_DIM]; /* Q8_0 cache: the query as its dot sees it */
+        if (c->k->type == INF_KV_Q8_0) {
+            inf_block_q8_0 blocks[INF_MAX_HEAD_DIM / INF_Q8_0_BLOCK];
+            inf_quantize_row_q8_0(qr, blocks, hd);
+            inf_dequantize_row(INF_DTYPE_Q8_0, blocks, q8_values, hd);
+            qr = q8_values;
+        }
         for (int d = 0; d < hd; d++) c->qt[(size_t)d * ROW_CHUNK + r] = qr[d];
         c->last[r] = sh->pos0 + t;
         max_last = INF_MAX(max_last, c->last[r]);
@@ -347,20 +444,20 @@ static void prefill_rows(prefill_ctx *c, const float *q, float *out, int t0, int
         l[r] = _mm512_setzero_ps();
     }
     const int min_last = c->last[0]; /* rows are in token order */
-    const bool f16 = c->k->type == INF_KV_F16;
+    const bool widen = c->k->type != INF_KV_F32;
     for (int j0 = 0; j0 <= max_last; j0 += TILE) {
         const int nj = INF_MIN(TILE, max_last + 1 - j0);
         const float *keys, *vals;
         size_t key_stride, val_stride;
-        if (f16) {
+        if (widen) {
             widen_tile(c->k, j0, nj, c->kvh, hd, c->ktile);
             widen_tile(c->v, j0, nj, c->kvh, hd, c->vtile);
             keys = c->ktile;
             vals = c->vtile;
             key_stride = val_stride = (size_t)hd;
         } else {
-            keys = kv_row(c->k, j0, c->kvh);
-            vals = kv_row(c->v, j0, c->kvh);
+            keys = (const float *)kv_row(c->k, j0, c->kvh);
+            vals = (const float *)kv_row(c->v, j0, c->kvh);
             key_stride = c->k->pos_stride;
             val_stride = c->v->pos_stride;
         }
