@@ -1,7 +1,7 @@
 /*
  * test_golden.c — inferno's logits against llama.cpp's on the tiny models
  * (tests/data/golden, see its README): tiny-a in all four weight types and
- * tiny-b (Q8_0, head_dim 64), three prompts each.
+ * tiny-b (F32, head_dim 64), three prompts each.
  *
  * F32 (the exact case): every final logit within 1e-4 of llama.cpp, the
  * top-20 at every position within 1e-4 with the same ids, and the greedy
@@ -12,9 +12,12 @@
  * agreement is printed (the scalar path lands within 1e-6 for BF16/Q8_0).
  * Q8_0 KV cache (tiny-b, F32 weights, head_dim 64): against llama.cpp with
  * the same cache and flash attention (.kvq8_0.json, its Hadamard rotation
- * of the cache turned off), whose numerics ours follow: the F32 budget,
- * 1e-4, where the quantized cache itself moves logits by ~0.05 (measured
- * agreement ~2e-6; a q8_0 rounding landing on the other side would show).
+ * of the cache turned off), whose numerics ours follow: within 1e-3, where
+ * the quantized cache itself moves logits by ~0.05. The scalar path agrees
+ * to ~2e-6; on the SIMD paths a last-bit difference in a sum (llama.cpp's
+ * summation orders are not ours) can flip the int8 rounding of one element
+ * of a later cached K or V row, a step of 1/127 of the row's largest value,
+ * and that moved logits by 1e-4 to 4e-4 in the runs measured.
  *
  * Set INFERNO_GOLDEN_THREADS to run with another thread count.
  */
@@ -185,7 +188,7 @@ static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type) {
     /* Q8_0 KV: llama.cpp's run with the same cache is the golden (F32
      * weights, so it is as exact a case as F32 KV). */
     const cJSON *want = gq8 ? gq8 : g;
-    if (gq8) tol = b->f32_tol;
+    if (gq8) tol = 1e-3;
     double min_margin = b->f32_tol > 0 && kv_type != INF_KV_F16 ? 1e-2 : 2 * tol;
 
     inf_load_options opt;

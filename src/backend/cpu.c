@@ -15,8 +15,7 @@
  * first), element-wise ops by rows or chunks once they are large enough to
  * pay for a dispatch. An op an ISA lacks runs the reference op of ref.c on
  * sub-ranges, so the "ref" ISA is ref.c threaded, bit for bit; so does
- * attention on a Q8_0 KV cache where the ISA's kernels do not read one
- * (avx2, neon: inf_kernels.attn_q8_0).
+ * attention on K and V caches of different types.
  *
  * Per-thread scratch (gemm panels, attention tiles, the rounded activations
  * of a threaded reference matmul) grows in the calling thread before a
@@ -565,10 +564,9 @@ static inf_kv_view kv_head_view(const inf_kv_view *c, int kvh) {
     return v;
 }
 
-/* Whether the ISA's attention kernels read these caches: both of one type,
- * and Q8_0 only where the ISA says so (else the reference runs). */
+/* Whether the ISA's attention kernels read these caches: both of one type. */
 static bool kernels_read_kv(const cpu_backend *c, const inf_kv_view *k, const inf_kv_view *v) {
-    return c->k && k->type == v->type && (k->type != INF_KV_Q8_0 || c->k->attn_q8_0);
+    return c->k && k->type == v->type;
 }
 
 static void decode_task(void *ctx, int task, int thread) {

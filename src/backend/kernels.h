@@ -83,7 +83,6 @@ typedef struct inf_kernels {
     void (*attn_prefill)(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
                          const inf_kv_view *v, float *out, int kvh, int t0, int t1, void *tmp);
     int attn_block; /* query tokens per prefill task */
-    bool attn_q8_0; /* both attention kernels read Q8_0 caches (else ref.c runs for them) */
 
     /* ---- element-wise, on ranges (semantics as the ops of the same name) */
     void (*rmsnorm)(float *y, const float *x, const float *w, int n_rows, int dim, float eps);

@@ -21,6 +21,12 @@
  * widened) once per task, not once per chunk. The causal mask is a loop
  * bound (per row: -inf lanes on the tiles that cross its last position).
  * An f32 cache is read in place, at the view's two strides.
+ *
+ * A Q8_0 K cache is dotted with the query's Q8_0 blocks as ref.c does it,
+ * bit for bit: each block's integer dot exact (maddubs on |k| and q signed
+ * by k), then sum += dot * (d_k * d_q) in f32, block after block. So an
+ * int8 rounding of a later layer's cached K or V cannot flip on a last-bit
+ * difference here. A Q8_0 V cache is widened to d * q in f32.
  */
 #include "backend/x86/vec_avx2.h"
 #include "backend/x86/x86_kernels.h"
@@ -44,8 +50,14 @@ static __m256 f32_load8(const float *row, int i, int n) {
     return n >= 8 ? _mm256_loadu_ps(row + i) : _mm256_maskload_ps(row + i, tail_mask_avx2((size_t)n));
 }
 
-/* Element i.. (8, or the n < 8 left) of a cached row as f32. */
+/* Element i.. (8, or the n < 8 left) of a cached row as f32. A Q8_0 row
+ * has head_dim a multiple of 32, so n >= 8 there. */
 static __m256 kv_load8(const inf_kv_view *c, const void *row, int i, int n) {
+    if (c->type == INF_KV_Q8_0) {
+        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + i / INF_Q8_0_BLOCK;
+        const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->q + i % INF_Q8_0_BLOCK)));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(inf_f16_to_f32(b->d)));
+    }
     if (n >= 8) {
         if (c->type == INF_KV_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + i)));
         return _mm256_loadu_ps((const float *)row + i);
@@ -57,8 +69,27 @@ static __m256 kv_load8(const inf_kv_view *c, const void *row, int i, int n) {
 }
 
 static const void *kv_row(const inf_kv_view *c, int pos, int kvh) {
-    const size_t elem = c->type == INF_KV_F16 ? 2 : 4;
-    return (const char *)c->data + ((size_t)pos * c->pos_stride + (size_t)kvh * c->head_stride) * elem;
+    return (const char *)c->data + inf_kv_type_bytes(c->type, (size_t)pos * c->pos_stride + (size_t)kvh * c->head_stride);
+}
+
+/* Σ k[i] q[i] over one block of 32 quants in [-127, 127] (the Q8_0
+ * quantizer's range: the int16 pair sums of maddubs cannot saturate). */
+static int32_t q8_block_dot(const int8_t *k, const int8_t *q) {
+    const __m256i kv = _mm256_loadu_si256((const __m256i *)k), qv = _mm256_loadu_si256((const __m256i *)q);
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(kv, kv), _mm256_sign_epi8(qv, kv));
+    const __m256i quads = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(quads), _mm256_extracti128_si256(quads, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* A Q8_0 key row against a Q8_0 query row of nb blocks: ref.c's dot_q8_0. */
+static float q8_row_dot(const inf_block_q8_0 *k, const inf_block_q8_0 *q, int nb) {
+    float sum = 0.0f;
+    for (int b = 0; b < nb; b++)
+        sum += (float)q8_block_dot(k[b].q, q[b].q) * (inf_f16_to_f32(k[b].d) * inf_f16_to_f32(q[b].d));
+    return sum;
 }
 
 void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv_view *k, const inf_kv_view *v,
@@ -79,7 +110,12 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
         for (int g = 0; g < group; g++) {
             const float *qh = q + (size_t)(kvh * group + g) * hd;
             float *s = scores + g * TILE;
-            for (int jb = 0; jb < nj; jb += 8) {
+            if (k->type == INF_KV_Q8_0) {
+                inf_block_q8_0 qb[INF_MAX_HEAD_DIM / INF_Q8_0_BLOCK]; /* the query's blocks */
+                inf_quantize_row_q8_0(qh, qb, hd);
+                for (int j = 0; j < nj; j++) s[j] = q8_row_dot(kv_row(k, j0 + j, kvh), qb, hd / INF_Q8_0_BLOCK) * sh->scale;
+            }
+            for (int jb = 0; k->type != INF_KV_Q8_0 && jb < nj; jb += 8) {
                 __m256 dots[8];
                 for (int j = 0; j < 8; j++) {
                     dots[j] = _mm256_setzero_ps();
@@ -130,7 +166,7 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
 
 /* The state of one chunk of ROW_CHUNK query rows, in the task's scratch. */
 typedef struct row_chunk {
-    float *qt;     /* [hd][ROW_CHUNK] Q^T */
+    float *qt;     /* [hd][ROW_CHUNK] Q^T; for a Q8_0 K cache, q8_rows() instead */
     float *ot;     /* [round4(hd)][ROW_CHUNK] O^T */
     float *m, *l;  /* [ROW_CHUNK] running max and sum */
     int32_t *last; /* [ROW_CHUNK] last visible key per row (padding lanes repeat the last row) */
@@ -147,12 +183,29 @@ static row_chunk chunk_at(float *base, int i, int hd) {
     return ch;
 }
 
-/* Rows [j0, j0 + n) of one KV head, widened to f32 into dst[n][hd]. */
+/* A Q8_0 K cache: the chunk's query rows as Q8_0 blocks [ROW_CHUNK][hd / 32],
+ * in the place of Q^T (17 bytes per element against its 64). */
+static inf_block_q8_0 *q8_rows(const row_chunk *ch) { return (inf_block_q8_0 *)ch->qt; }
+
+/* Where a tile's keys are: f32 rows (an f32 cache in place, or a widened
+ * tile), `stride` floats apart, or Q8_0 rows `q8_row_bytes` apart. */
+typedef struct key_tile {
+    const float *f32;
+    size_t stride;
+    const char *q8;
+    size_t q8_row_bytes;
+} key_tile;
+
+/* Rows [j0, j0 + n) of one KV head (f16 or Q8_0), widened to f32 into dst[n][hd]. */
 static void widen_tile(const inf_kv_view *c, int j0, int n, int kvh, int hd, float *dst) {
     for (int j = 0; j < n; j++) {
         const uint16_t *row = kv_row(c, j0 + j, kvh);
         float *d = dst + (size_t)j * hd;
         int i = 0;
+        if (c->type == INF_KV_Q8_0) {
+            for (; i < hd; i += 8) _mm256_storeu_ps(d + i, kv_load8(c, row, i, hd - i));
+            continue;
+        }
         for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + i))));
         for (; i < hd; i++) d[i] = inf_f16_to_f32(row[i]);
     }
@@ -192,6 +245,16 @@ static void score_tile(const row_chunk *ch, int hd, float scale, const float *ke
     }
 }
 
+/* S^T[j][rows] = scale * (Q8_0 key j · the row's Q8_0 query) for j < nj. */
+static void score_tile_q8(const row_chunk *ch, int hd, float scale, const key_tile *kt, int nj, float *st) {
+    const int nb = hd / INF_Q8_0_BLOCK;
+    for (int j = 0; j < nj; j++) {
+        const inf_block_q8_0 *key = (const inf_block_q8_0 *)(kt->q8 + (size_t)j * kt->q8_row_bytes);
+        for (int r = 0; r < ROW_CHUNK; r++)
+            st[(size_t)j * ROW_CHUNK + r] = q8_row_dot(key, q8_rows(ch) + (size_t)r * nb, nb) * scale;
+    }
+}
+
 /* O^T[d][rows] += Σ_j P^T[j][rows] V[j][d] for j < nj, four dims at a time
  * (O^T has rows up to hd rounded up to 4, so all four are stored). */
 static void accumulate_tile(const row_chunk *ch, int hd, const float *vals, size_t val_stride, int nj,
@@ -224,9 +287,10 @@ static void accumulate_tile(const row_chunk *ch, int hd, const float *vals, size
 
 /* One chunk's share of key tile [j0, j0 + nj): scores, causal mask, online
  * softmax (lane-wise), values. st is the tile's S^T scratch. */
-static void chunk_tile(const row_chunk *ch, int hd, float scale, int j0, int nj, const float *keys,
-                       size_t key_stride, const float *vals, size_t val_stride, float *st) {
-    score_tile(ch, hd, scale, keys, key_stride, nj, st);
+static void chunk_tile(const row_chunk *ch, int hd, float scale, int j0, int nj, const key_tile *keys,
+                       const float *vals, size_t val_stride, float *st) {
+    if (keys->q8) score_tile_q8(ch, hd, scale, keys, nj, st);
+    else score_tile(ch, hd, scale, keys->f32, keys->stride, nj, st);
     if (j0 + nj - 1 > ch->last[0]) { /* rows are in token order: last[0] is the least */
         for (int j = 0; j < nj; j++)
             for (int r = 0; r < RV; r++) {
@@ -278,7 +342,7 @@ size_t inf_avx2_attn_tmp_bytes(const inf_attn_shape *sh) {
 }
 
 /* Query tokens [t0, t1) of KV head kvh: rows (row = token * group + head)
- * in chunks of ROW_CHUNK; each key tile is read (f16: widened) once and
+ * in chunks of ROW_CHUNK; each key tile is read (f16: widened; Q8_0 V: widened) once and
  * applied to every chunk that sees any of it. */
 void inf_avx2_attn_prefill(const inf_attn_shape *sh, const float *q, const inf_kv_view *k, const inf_kv_view *v,
                            float *out, int kvh, int t0, int t1, void *tmp) {
@@ -293,33 +357,40 @@ void inf_avx2_attn_prefill(const inf_attn_shape *sh, const float *q, const inf_k
             const int row = INF_MIN(i * ROW_CHUNK + r, rows - 1);
             const int t = t0 + row / group, h = kvh * group + row % group;
             const float *qr = q + ((size_t)t * sh->n_head + h) * hd;
-            for (int d = 0; d < hd; d++) ch.qt[(size_t)d * ROW_CHUNK + r] = qr[d];
+            if (k->type == INF_KV_Q8_0) inf_quantize_row_q8_0(qr, q8_rows(&ch) + (size_t)r * (hd / INF_Q8_0_BLOCK), hd);
+            else
+                for (int d = 0; d < hd; d++) ch.qt[(size_t)d * ROW_CHUNK + r] = qr[d];
             ch.last[r] = sh->pos0 + t;
             ch.m[r] = -INFINITY;
             ch.l[r] = 0.0f;
         }
         memset(ch.ot, 0, (size_t)round4(hd) * ROW_CHUNK * sizeof(float));
     }
-    const bool f16 = k->type == INF_KV_F16;
     const int max_last = sh->pos0 + t1 - 1;
     for (int j0 = 0; j0 <= max_last; j0 += TILE) {
         const int nj = INF_MIN(TILE, max_last + 1 - j0);
-        const float *keys = ktile, *vals = vtile;
-        size_t key_stride = (size_t)hd, val_stride = (size_t)hd;
-        if (f16) {
+        key_tile keys = {.f32 = ktile, .stride = (size_t)hd};
+        if (k->type == INF_KV_Q8_0) {
+            keys = (key_tile){.q8 = kv_row(k, j0, kvh), .q8_row_bytes = inf_kv_type_bytes(INF_KV_Q8_0, k->pos_stride)};
+        } else if (k->type == INF_KV_F16) {
             widen_tile(k, j0, nj, kvh, hd, ktile);
+        } else {
+            keys.f32 = kv_row(k, j0, kvh);
+            keys.stride = k->pos_stride;
+        }
+        const float *vals = vtile;
+        size_t val_stride = (size_t)hd;
+        if (v->type != INF_KV_F32) {
             widen_tile(v, j0, nj, kvh, hd, vtile);
         } else {
-            keys = kv_row(k, j0, kvh);
             vals = kv_row(v, j0, kvh);
-            key_stride = k->pos_stride;
             val_stride = v->pos_stride;
         }
         for (int i = 0; i < n_chunks; i++) {
             const row_chunk ch = chunk_at(base, i, hd);
             const int chunk_last = ch.last[ROW_CHUNK - 1];
             if (j0 > chunk_last) continue;
-            chunk_tile(&ch, hd, sh->scale, j0, INF_MIN(nj, chunk_last + 1 - j0), keys, key_stride, vals, val_stride, st);
+            chunk_tile(&ch, hd, sh->scale, j0, INF_MIN(nj, chunk_last + 1 - j0), &keys, vals, val_stride, st);
         }
     }
     /* out = O / l */

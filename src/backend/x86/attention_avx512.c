@@ -29,9 +29,10 @@
  * keys enter as k + 128 and the accumulator starts at -128 * Σ q of each
  * lane's four quants, as the Q8_0 matvec does), scales the lane partials by
  * d_k * d_q and sums them in f32; values are widened to d * q as they are
- * loaded. Prefill dequantizes its K and V tiles to f32 and puts the
- * quantized-then-dequantized query into Q^T: the same products as ref,
- * formed in f32.
+ * loaded. Prefill scores a key tile against 64 query rows by VNNI with
+ * lanes along the rows (each key's four bytes broadcast against the rows'
+ * four quants) and sums the blocks as ref.c does, so its scores are ref's
+ * bit for bit; it widens V tiles to f32.
  */
 #include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
@@ -344,10 +345,10 @@ typedef struct prefill_ctx {
     const inf_attn_shape *sh;
     const inf_kv_view *k, *v;
     int kvh, group, hd;
-    float *qt;     /* [hd][ROW_CHUNK] Q^T */
+    float *qt;     /* [hd][ROW_CHUNK] Q^T; a Q8_0 K cache: the q8_query_rows there */
     float *ot;     /* [round4(hd)][ROW_CHUNK] O^T */
     float *st;     /* [TILE][ROW_CHUNK] S^T, then P^T */
-    float *ktile;  /* [TILE][hd] keys as f32 (f16 or Q8_0 cache) */
+    float *ktile;  /* [TILE][hd] keys as f32 (f16 cache) */
     float *vtile;  /* [TILE][hd] values as f32 (f16 or Q8_0 cache) */
     float *m, *l;  /* [ROW_CHUNK] */
     int32_t *last; /* [ROW_CHUNK] last visible key per row */
@@ -386,6 +387,80 @@ static void score_tile(const prefill_ctx *c, const float *keys, size_t key_strid
     }
 }
 
+/* The chunk's query rows as Q8_0, laid out for score_tile_q8 (in the place
+ * of Q^T: 80 bytes per head_dim element against its 256), per block b:
+ *   quads [8][ROW_CHUNK][4]  int8: quants 4g .. 4g + 3 of each row
+ *   corr  [ROW_CHUNK]        int32 -128 * Σ of the row's block quants
+ *   d     [ROW_CHUNK]        f32 the row's block scale */
+typedef struct q8_query_rows {
+    int8_t *quads;
+    int32_t *corr;
+    float *d;
+} q8_query_rows;
+
+static q8_query_rows q8_rows_at(float *qt, int hd) {
+    const size_t nb = (size_t)hd / INF_Q8_0_BLOCK;
+    int8_t *quads = (int8_t *)qt;
+    int32_t *corr = (int32_t *)(quads + nb * 8 * ROW_CHUNK * 4);
+    return (q8_query_rows){.quads = quads, .corr = corr, .d = (float *)(corr + nb * ROW_CHUNK)};
+}
+
+/* Row r of the chunk: query row q[hd] quantized (inf_quantize_row_q8_0). */
+static void q8_rows_set(const q8_query_rows *qr, int r, const float *q, int hd) {
+    inf_block_q8_0 blocks[INF_MAX_HEAD_DIM / INF_Q8_0_BLOCK];
+    inf_quantize_row_q8_0(q, blocks, hd);
+    for (int b = 0; b < hd / INF_Q8_0_BLOCK; b++) {
+        int32_t sum = 0;
+        for (int g = 0; g < 8; g++)
+            for (int t = 0; t < 4; t++) {
+                const int8_t x = blocks[b].q[4 * g + t];
+                qr->quads[(((size_t)b * 8 + (size_t)g) * ROW_CHUNK + (size_t)r) * 4 + (size_t)t] = x;
+                sum += x;
+            }
+        qr->corr[(size_t)b * ROW_CHUNK + (size_t)r] = -128 * sum;
+        qr->d[(size_t)b * ROW_CHUNK + (size_t)r] = _cvtsh_ss(blocks[b].d);
+    }
+}
+
+/* S^T[j][rows] = scale * (Q8_0 key j · each row's Q8_0 query) for j < nj:
+ * per block, the integer dot of 16 rows per vector (keys enter vpdpbusd as
+ * unsigned k + 128, corrected by corr), then sum += dot * (d_k * d_q) in
+ * f32, block after block: ref.c's dot_q8_0, bit for bit. */
+static void score_tile_q8(const prefill_ctx *c, const char *keys, size_t row_bytes, int nj) {
+    const int nb = c->hd / INF_Q8_0_BLOCK;
+    const q8_query_rows qr = q8_rows_at(c->qt, c->hd);
+    const __m512 scale = _mm512_set1_ps(c->sh->scale);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    for (int j = 0; j < nj; j++) {
+        const inf_block_q8_0 *key = (const inf_block_q8_0 *)(keys + (size_t)j * row_bytes);
+        __m512 s[RV];
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < RV; r++) s[r] = _mm512_setzero_ps();
+        for (int b = 0; b < nb; b++) {
+            __m512i acc[RV];
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < RV; r++) acc[r] = _mm512_loadu_si512(qr.corr + (size_t)b * ROW_CHUNK + 16 * r);
+            _Pragma("GCC unroll 8")
+            for (int g = 0; g < 8; g++) {
+                int32_t four;
+                memcpy(&four, key[b].q + 4 * g, 4);
+                const __m512i kg = _mm512_xor_si512(_mm512_set1_epi32(four), flip);
+                const int8_t *quads = qr.quads + ((size_t)b * 8 + (size_t)g) * ROW_CHUNK * 4;
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < RV; r++) acc[r] = _mm512_dpbusd_epi32(acc[r], kg, _mm512_loadu_si512(quads + 64 * r));
+            }
+            const __m512 dk = _mm512_set1_ps(_cvtsh_ss(key[b].d));
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < RV; r++) {
+                const __m512 d = _mm512_mul_ps(dk, _mm512_loadu_ps(qr.d + (size_t)b * ROW_CHUNK + 16 * r));
+                s[r] = _mm512_add_ps(s[r], _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r]), d));
+            }
+        }
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < RV; r++) _mm512_store_ps(c->st + (size_t)j * ROW_CHUNK + 16 * r, _mm512_mul_ps(s[r], scale));
+    }
+}
+
 /* O^T[d][rows] += Σ_j P^T[j][rows] V[j][d] for j < nj, four dims at a time
  * (O^T has rows up to hd rounded up to 4, so all four are stored). */
 static void accumulate_tile(const prefill_ctx *c, const float *vals, size_t val_stride, int nj) {
@@ -421,19 +496,18 @@ static void accumulate_tile(const prefill_ctx *c, const float *vals, size_t val_
 static void prefill_rows(prefill_ctx *c, const float *q, float *out, int t0, int row0, int nr) {
     const inf_attn_shape *sh = c->sh;
     const int hd = c->hd, group = c->group;
+    const bool q8_keys = c->k->type == INF_KV_Q8_0;
     int max_last = 0;
     for (int r = 0; r < ROW_CHUNK; r++) {
         const int row = row0 + INF_MIN(r, nr - 1); /* padding lanes repeat the last row */
         const int t = t0 + row / group, h = c->kvh * group + row % group;
         const float *qr = q + ((size_t)t * sh->n_head + h) * hd;
-        float q8_values[INF_MAX_HEAD_DIM]; /* Q8_0 cache: the query as its dot sees it */
-        if (c->k->type == INF_KV_Q8_0) {
-            inf_block_q8_0 blocks[INF_MAX_HEAD_DIM / INF_Q8_0_BLOCK];
-            inf_quantize_row_q8_0(qr, blocks, hd);
-            inf_dequantize_row(INF_DTYPE_Q8_0, blocks, q8_values, hd);
-            qr = q8_values;
+        if (q8_keys) {
+            const q8_query_rows rows8 = q8_rows_at(c->qt, hd);
+            q8_rows_set(&rows8, r, qr, hd);
+        } else {
+            for (int d = 0; d < hd; d++) c->qt[(size_t)d * ROW_CHUNK + r] = qr[d];
         }
-        for (int d = 0; d < hd; d++) c->qt[(size_t)d * ROW_CHUNK + r] = qr[d];
         c->last[r] = sh->pos0 + t;
         max_last = INF_MAX(max_last, c->last[r]);
     }
@@ -444,24 +518,24 @@ static void prefill_rows(prefill_ctx *c, const float *q, float *out, int t0, int
         l[r] = _mm512_setzero_ps();
     }
     const int min_last = c->last[0]; /* rows are in token order */
-    const bool widen = c->k->type != INF_KV_F32;
     for (int j0 = 0; j0 <= max_last; j0 += TILE) {
         const int nj = INF_MIN(TILE, max_last + 1 - j0);
-        const float *keys, *vals;
-        size_t key_stride, val_stride;
-        if (widen) {
+        if (q8_keys) {
+            score_tile_q8(c, kv_row(c->k, j0, c->kvh), inf_kv_type_bytes(INF_KV_Q8_0, c->k->pos_stride), nj);
+        } else if (c->k->type == INF_KV_F16) {
             widen_tile(c->k, j0, nj, c->kvh, hd, c->ktile);
-            widen_tile(c->v, j0, nj, c->kvh, hd, c->vtile);
-            keys = c->ktile;
-            vals = c->vtile;
-            key_stride = val_stride = (size_t)hd;
+            score_tile(c, c->ktile, (size_t)hd, nj);
         } else {
-            keys = (const float *)kv_row(c->k, j0, c->kvh);
+            score_tile(c, (const float *)kv_row(c->k, j0, c->kvh), c->k->pos_stride, nj);
+        }
+        const float *vals = c->vtile;
+        size_t val_stride = (size_t)hd;
+        if (c->v->type != INF_KV_F32) {
+            widen_tile(c->v, j0, nj, c->kvh, hd, c->vtile);
+        } else {
             vals = (const float *)kv_row(c->v, j0, c->kvh);
-            key_stride = c->k->pos_stride;
             val_stride = c->v->pos_stride;
         }
-        score_tile(c, keys, key_stride, nj);
         /* mask keys past each row's last position */
         if (j0 + nj - 1 > min_last) {
             for (int j = 0; j < nj; j++)

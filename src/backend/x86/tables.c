@@ -44,7 +44,6 @@ static const inf_kernels avx512_table = {
     .attn_decode = inf_avx512_attn_decode,
     .attn_prefill = inf_avx512_attn_prefill,
     .attn_block = INF_X86_ATTN_BLOCK,
-    .attn_q8_0 = true,
     .rmsnorm = inf_avx512_rmsnorm,
     .rope_rows = inf_avx512_rope_rows,
     .swiglu = inf_avx512_swiglu,
