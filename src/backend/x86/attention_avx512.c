@@ -269,6 +269,26 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const char *kb
 #define P_BCAST(g) const __m512 pb##g = (g) < G ? _mm512_set1_ps(s[(g) * TILE + j]) : zero;
                 REPEAT8(P_BCAST)
 #undef P_BCAST
+                if (T == INF_KV_Q8_0) {
+                    /* the weight of head g times the scale of block bb: one
+                     * multiply per head and block, then the quants as f32 */
+                    const inf_block_q8_0 *vblk = (const inf_block_q8_0 *)row + i0 / INF_Q8_0_BLOCK;
+                    const int n_blk = INF_MIN(W / 2, (hd - i0) / INF_Q8_0_BLOCK);
+#define D_LOAD(bb) const __m512 dv##bb = (bb) < W / 2 && (bb) < n_blk ? _mm512_set1_ps(_cvtsh_ss(vblk[bb].d)) : zero;
+                    REPEAT8(D_LOAD)
+#undef D_LOAD
+#define PD(x) const __m512 pd##x = (x) < G * (W / 2) ? _mm512_mul_ps(SEL8((x) / (W / 2), pb), SEL8((x) % (W / 2), dv)) : zero;
+                    REPEAT8(PD)
+#undef PD
+#define VQ_LOAD(w) const __m512 v##w = (w) < W && m##w ? _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128( \
+                       (const __m128i *)(vblk[(w) / 2].q + 16 * ((w) % 2))))) : zero;
+                    REPEAT8(VQ_LOAD)
+#undef VQ_LOAD
+#define VQ_FMA(p) if ((p) < G * W) c##p = _mm512_fmadd_ps(SEL8((p) / W * (W / 2) + (p) % W / 2, pd), SEL8((p) % W, v), c##p);
+                    REPEAT16(VQ_FMA)
+#undef VQ_FMA
+                    continue;
+                }
 #define V_LOAD(w) const __m512 v##w = (w) < W ? row_load(row, i0 + 16 * (w), m##w, T) : zero;
                 REPEAT8(V_LOAD)
 #undef V_LOAD
