@@ -70,7 +70,10 @@ typedef struct inf_model inf_model;
 typedef enum inf_kv_type {
     INF_KV_F32 = 0,
     INF_KV_F16 = 1,
-    INF_KV_Q8_0 = 2, /* each (position, KV head) row as head_dim/32 Q8_0 blocks (34 bytes per 32) */
+    /* each (position, KV head) row as head_dim/32 Q8_0 blocks (34 bytes per
+     * 32); when head_dim is a multiple of 64, q, k and v are rotated by
+     * Hadamard blocks around it (as llama.cpp does by default) */
+    INF_KV_Q8_0 = 2,
 } inf_kv_type;
 
 /* "f32", "f16", "q8_0", or "?" */

@@ -21,8 +21,8 @@
 #   -p -n -d     the cases (default: prefill 511 and 2044, decode 64 after 17,
 #                511 and 2044 tokens)
 #   --kv-type    KV cache type on both sides: f16 (default, llama.cpp's
-#                default), f32 or q8_0 (llama.cpp then also rotates q, k and
-#                v around the quantized cache, its default; inferno does not)
+#                default), f32 or q8_0 (both sides then rotate q, k and v
+#                around the quantized cache, llama.cpp's default)
 #   --mmap       map the file on both sides instead (erratic on some VMs)
 #   --poll N     llama.cpp's thread pool busy-wait level (default 50, as
 #                llama-bench); spinning suffers when other processes load the

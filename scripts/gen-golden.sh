@@ -7,10 +7,10 @@
 #   M.pN.final.f32   all final-position logits (raw little-endian float32)
 #   M.pN.kvf16.json  f16 KV cache, flash attention auto (llama.cpp's defaults)
 #   M.pN.kvq8_0.json q8_0 K and V caches, flash attention on (llama.cpp's
-#                    -ctk q8_0 -ctv q8_0 -fa on) with LLAMA_ATTN_ROT_DISABLE=1:
-#                    this llama.cpp rotates q, k and v by Hadamard matrices
-#                    around a quantized cache by default, which inferno does
-#                    not (see tests/data/golden/README.md); tiny-b only, since
+#                    -ctk q8_0 -ctv q8_0 -fa on), llama.cpp's default run: it
+#                    rotates q, k and v by Hadamard matrices around the
+#                    quantized cache, as inferno does (LLAMA_ATTN_ROT_DISABLE
+#                    unset; see tests/data/golden/README.md); tiny-b only, since
 #                    a q8_0 row needs head_dim a multiple of 32 (tiny-a's is 16)
 #
 #   sh scripts/gen-golden.sh            regenerate into .deps/golden and compare
@@ -53,7 +53,7 @@ for model in tiny-a-f32 tiny-a-f16 tiny-a-bf16 tiny-a-q8_0 tiny-b-f32; do
         "$LLAMA" logits -m "$gguf" -f "$OUT/prompts/$p" -t 2 --top 20 --gen 32 \
             --kv-type f16 --fa auto >"$OUT/$base.kvf16.json"
         case "$model" in tiny-b-*)
-            LLAMA_ATTN_ROT_DISABLE=1 "$LLAMA" logits -m "$gguf" -f "$OUT/prompts/$p" -t 2 --top 20 \
+            env -u LLAMA_ATTN_ROT_DISABLE "$LLAMA" logits -m "$gguf" -f "$OUT/prompts/$p" -t 2 --top 20 \
                 --gen 32 --kv-type q8_0 --fa on 2>/dev/null >"$OUT/$base.kvq8_0.json" ;;
         esac
     done

@@ -13,7 +13,7 @@
  *                             (f32 lanes of partial sums instead of a double)
  *   rmsnorm                   4·2^-24 relative (the double sum of exact
  *                             squares in another order; usually identical)
- *   rope, add, kv_store, argmax   bit-identical
+ *   rope, hadamard, add, kv_store, argmax   bit-identical
  *   swiglu                    12·2^-24 relative + 1e-30 (a vector exp within
  *                             2 ulp, then 1 + e, g / that and · up each round:
  *                             up to ~4 ulp against ref's own roundings)
@@ -298,6 +298,12 @@ static void run_rope(const inf_ops *ops, void *ctx, float *out) {
     ops->rope_neox(ops, out, c->n_tok, c->n_heads, c->head_dim, c->pos0, 1e6f);
 }
 
+static void run_hadamard(const inf_ops *ops, void *ctx, float *out) {
+    elem_case *c = ctx;
+    memcpy(out, c->x, c->n * sizeof(float));
+    ops->hadamard(ops, out, c->n_rows, c->dim);
+}
+
 static void run_swiglu(const inf_ops *ops, void *ctx, float *out) {
     elem_case *c = ctx;
     ops->swiglu(ops, out, c->x, c->b, c->n);
@@ -369,6 +375,23 @@ static void test_elementwise(const isa_ops *s) {
                 compare(got, want, n, 0, 0);
                 free(x), free(want), free(got);
             }
+
+    static const int hadamard_sizes[] = {1, 4, 8, 16, 64, 128};
+    static const int hadamard_rows[] = {1, 7, 300, 1029};
+    for (size_t si = 0; si < sizeof hadamard_sizes / sizeof *hadamard_sizes; si++)
+        for (size_t ri = 0; ri < sizeof hadamard_rows / sizeof *hadamard_rows; ri++) {
+            const int dim = hadamard_sizes[si], n_rows = hadamard_rows[ri];
+            begin(label, sizeof label, s, "hadamard n=%d rows=%d", dim, n_rows);
+            const size_t n = (size_t)dim * n_rows;
+            float *x = malloc(n * sizeof(float));
+            fill_uniform(x, n, -3.0f, 3.0f);
+            elem_case c = {.x = x, .n_rows = n_rows, .dim = dim, .n = n};
+            float *want = alloc_out(n), *got = alloc_out(n);
+            run_hadamard(REF, &c, want);
+            run_all_threads(s, run_hadamard, &c, got, n);
+            compare(got, want, n, 0, 0);
+            free(x), free(want), free(got);
+        }
 
     static const size_t lens[] = {1, 15, 17, 1000, 40000};
     for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {

@@ -8,8 +8,9 @@
  *   - a KV cache type the model cannot hold (q8_0 with head_dim 16) is
  *     refused with a one-line error naming the key;
  *   - in other geometries (untied head, KV heads = heads, head_dim * heads
- *     != hidden, prompts longer than 300 tokens, q8_0 KV cache) the logits
- *     of one-pass prefill equal those of token-by-token decode;
+ *     != hidden, prompts longer than 300 tokens, q8_0 KV cache with and
+ *     without its Hadamard rotations) the logits of one-pass prefill equal
+ *     those of token-by-token decode;
  *   - session rules: context full leaves the session unchanged, bad ids are
  *     refused, truncate + re-eval reproduces the logits.
  */
@@ -288,6 +289,10 @@ int main(void) {
         {"f32, q8_0 KV GQA", 2, 64, 96, 4, 2, 32, true, INF_DTYPE_F32, INF_KV_Q8_0, 70, 1e-1},
         {"f32, q8_0 KV group 4, head_dim 64", 2, 64, 96, 8, 2, 64, false, INF_DTYPE_F32, INF_KV_Q8_0, 320, 1e-1},
         {"f32, q8_0 KV 1000-token prompt", 2, 64, 96, 4, 4, 32, true, INF_DTYPE_F32, INF_KV_Q8_0, 1000, 1e-1},
+        /* head_dim 128, Qwen3's: q and k rotated by 128-element Hadamard
+         * blocks, v and the output by 64 (head_dim 64 above: 64 and 64;
+         * head_dim 32: not rotated, as llama.cpp) */
+        {"f32, q8_0 KV head_dim 128", 2, 64, 96, 4, 2, 128, true, INF_DTYPE_F32, INF_KV_Q8_0, 100, 1e-1},
     };
     for (size_t i = 0; i < sizeof geometries / sizeof geometries[0]; i++)
         check_prefill_equals_decode(&geometries[i]);

@@ -375,14 +375,33 @@ static void rmsnorm_task(void *ctx, int task, int thread) {
     else j->c->ref->rmsnorm(j->c->ref, j->y + off, j->x + off, j->w, (int)(r1 - r0), j->dim, j->eps);
 }
 
+/* Splits the j->n_rows rows of j->dim elements into tasks and runs fn on them. */
+static void run_rows(cpu_backend *c, rows_job *j, inf_pool_fn fn) {
+    j->tasks = INF_MIN(j->n_rows, split_tasks(c, (int64_t)j->n_rows * j->dim, ELEMS_PER_TASK, 2));
+    if (j->tasks <= 1) fn(j, 0, 0);
+    else inf_pool_run(c->pool, j->tasks, fn, j);
+}
+
 static void cpu_rmsnorm(const inf_ops *self, float *y, const float *x, const float *w, int n_rows,
                         int dim, float eps) {
-    cpu_backend *c = cpu_of(self);
-    rows_job j = {.c = c, .y = y, .x = x, .w = w, .n_rows = n_rows, .dim = dim, .eps = eps};
-    j.tasks = split_tasks(c, (int64_t)n_rows * dim, ELEMS_PER_TASK, 2);
-    j.tasks = INF_MIN(j.tasks, n_rows);
-    if (j.tasks <= 1) rmsnorm_task(&j, 0, 0);
-    else inf_pool_run(c->pool, j.tasks, rmsnorm_task, &j);
+    rows_job j = {.c = cpu_of(self), .y = y, .x = x, .w = w, .n_rows = n_rows, .dim = dim, .eps = eps};
+    run_rows(j.c, &j, rmsnorm_task);
+}
+
+static void hadamard_task(void *ctx, int task, int thread) {
+    (void)thread;
+    rows_job *j = ctx;
+    int64_t r0, r1;
+    task_range(j->n_rows, j->tasks, task, 1, &r0, &r1);
+    if (r0 >= r1) return;
+    float *x = j->y + (size_t)r0 * (size_t)j->dim;
+    if (j->c->k && j->c->k->hadamard && j->dim >= 8) j->c->k->hadamard(x, (int)(r1 - r0), j->dim);
+    else j->c->ref->hadamard(j->c->ref, x, (int)(r1 - r0), j->dim);
+}
+
+static void cpu_hadamard(const inf_ops *self, float *x, int n_rows, int n) {
+    rows_job j = {.c = cpu_of(self), .y = x, .n_rows = n_rows, .dim = n};
+    run_rows(j.c, &j, hadamard_task);
 }
 
 typedef struct rope_job {
@@ -665,6 +684,7 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
         .matmul_group = cpu_matmul_group,
         .rmsnorm = cpu_rmsnorm,
         .rope_neox = cpu_rope_neox,
+        .hadamard = cpu_hadamard,
         .swiglu = cpu_swiglu,
         .add = cpu_add,
         .embed = cpu_embed,

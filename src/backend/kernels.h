@@ -34,7 +34,8 @@
  *     so the same budget holds.
  *   - rmsnorm: the same exact double squares summed in another order
  *     (4 * 2^-24 relative, usually identical); swiglu: vector exp
- *     (12 * 2^-24 relative); rope, add, kv_store, argmax: bit-identical.
+ *     (12 * 2^-24 relative); rope, hadamard, add, kv_store, argmax:
+ *     bit-identical.
  */
 #ifndef INF_BACKEND_KERNELS_H
 #define INF_BACKEND_KERNELS_H
@@ -88,6 +89,8 @@ typedef struct inf_kernels {
     void (*rmsnorm)(float *y, const float *x, const float *w, int n_rows, int dim, float eps);
     /* x[n_rows][head_dim] rotated by cs = {cos[half], sin[half]}, one table per row. */
     void (*rope_rows)(float *x, int n_rows, int head_dim, const float *cos_sin);
+    /* The hadamard op on rows of n >= 8 (smaller n run ref.c's). */
+    void (*hadamard)(float *x, int n_rows, int n);
     void (*swiglu)(float *out, const float *gate, const float *up, size_t n);
     void (*add)(float *y, const float *x, size_t n);
     /* dst[n] f16 = src[n] f32, round to nearest even */

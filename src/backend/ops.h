@@ -57,7 +57,16 @@ typedef struct inf_weight {
  * follows llama.cpp's CPU flash attention for it: the query row of a head is
  * quantized the same way and q·k is the Q8_0 x Q8_0 dot (integer per
  * block, times d_k * d_q, blocks summed in f32), and V rows are dequantized
- * to f32 and accumulated in f32. */
+ * to f32 and accumulated in f32.
+ *
+ * Around a Q8_0 cache the model rotates, as llama.cpp does by default (its
+ * attn_rot_k / attn_rot_v, PR 21038), when head_dim is a multiple of 64:
+ * q and k after RoPE by the hadamard op over blocks of the largest power of
+ * two dividing head_dim (128 for head_dim 128), v by 64-element blocks, and
+ * the attention output back by 64-element blocks before Wo. q·k and the
+ * softmax-weighted sum of v are unchanged in exact arithmetic; the rotation
+ * spreads outlier channels over a block, so the int8 rounding of the cached
+ * rows loses less. The ops see rotated rows and know nothing of it. */
 typedef struct inf_kv_view {
     void *data;
     inf_kv_type type;
@@ -105,6 +114,16 @@ struct inf_ops {
      * i + head_dim/2 rotate by pos * base^(-2i/head_dim), pos = pos0 + token. */
     void (*rope_neox)(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim,
                       int pos0, float freq_base);
+
+    /* In place on each row of x[n_rows][n], n a power of two: x = H_n · x,
+     * H_n the normalized Sylvester-Hadamard matrix, H_n[i][j] =
+     * (-1)^popcount(i & j) / sqrt(n), symmetric and its own inverse. Computed
+     * as the fast Walsh-Hadamard transform in the order of ggml's CPU fwht
+     * (every element times 1/sqrtf(n) first, then the butterflies
+     * (a, b) -> (a + b, a - b) at spans 1, 2, 4, ..., n/2), so each result is
+     * the same float as llama.cpp's. Rotates q, k, v and the attention output
+     * around a Q8_0 KV cache (see inf_kv_view). */
+    void (*hadamard)(const inf_ops *self, float *x, int n_rows, int n);
 
     /* out[i] = silu(gate[i]) * up[i]; out may alias gate. */
     void (*swiglu)(const inf_ops *self, float *out, const float *gate, const float *up, size_t n);

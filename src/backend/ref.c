@@ -29,7 +29,12 @@
  *     A Q8_0 cache is read as llama.cpp's flash attention reads it: q is
  *     quantized to Q8_0 and q·k is the Q8_0 matmul's dot (no other dot is
  *     possible on int8 keys), V rows are dequantized to f32 (d * q) and
- *     accumulated in f32.
+ *     accumulated in f32. The rows in such a cache are Hadamard-rotated by
+ *     the model (ops.h); attention does not know.
+ *   - hadamard is ggml's CPU fwht (what llama.cpp runs for its rotation
+ *     matrices' products): x * (1/sqrtf(n)), then butterflies at spans 1,
+ *     2, 4, ...; every step is one f32 add or subtract, so the result is
+ *     llama.cpp's to the bit whatever the vector width.
  */
 #include "backend/ops.h"
 #include "core/common.h"
@@ -156,6 +161,22 @@ static void ref_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads,
             }
             theta *= theta_scale;
         }
+    }
+}
+
+static void ref_hadamard(const inf_ops *self, float *x, int n_rows, int n) {
+    (void)self;
+    const float scale = 1.0f / sqrtf((float)n);
+    for (int r = 0; r < n_rows; r++) {
+        float *xr = x + (size_t)r * (size_t)n; /* [n] */
+        for (int i = 0; i < n; i++) xr[i] *= scale;
+        for (int span = 1; span < n; span *= 2)
+            for (int i0 = 0; i0 < n; i0 += 2 * span)
+                for (int i = i0; i < i0 + span; i++) {
+                    const float a = xr[i], b = xr[i + span];
+                    xr[i] = a + b;
+                    xr[i + span] = a - b;
+                }
     }
 }
 
@@ -420,6 +441,7 @@ static const inf_ops ref_table = {
     .matmul_group = ref_matmul_group,
     .rmsnorm = ref_rmsnorm,
     .rope_neox = ref_rope_neox,
+    .hadamard = ref_hadamard,
     .swiglu = ref_swiglu,
     .add = ref_add,
     .embed = ref_embed,

@@ -28,6 +28,7 @@ enum trace_op {
     TRACE_MATMUL,
     TRACE_RMSNORM,
     TRACE_ROPE_NEOX,
+    TRACE_HADAMARD,
     TRACE_SWIGLU,
     TRACE_ADD,
     TRACE_EMBED,
@@ -40,7 +41,7 @@ enum trace_op {
 
 /* Names as the fields of inf_ops. */
 static const char *const trace_op_names[TRACE_N_OPS] = {
-    "matmul", "rmsnorm", "rope_neox", "swiglu", "add", "embed",
+    "matmul", "rmsnorm", "rope_neox", "hadamard", "swiglu", "add", "embed",
     "kv_store", "attn_decode", "attn_prefill", "argmax",
 };
 
@@ -115,6 +116,13 @@ static void trace_rope_neox(const inf_ops *self, float *x, int n_tok, int n_head
     const uint64_t t0 = now_ns();
     in->rope_neox(in, x, n_tok, n_heads, head_dim, pos0, freq_base);
     record(self, TRACE_ROPE_NEOX, t0, 8 * (uint64_t)n_tok * (uint64_t)n_heads * (uint64_t)head_dim, 0);
+}
+
+static void trace_hadamard(const inf_ops *self, float *x, int n_rows, int n) {
+    const inf_ops *in = trace_of(self)->inner;
+    const uint64_t t0 = now_ns();
+    in->hadamard(in, x, n_rows, n);
+    record(self, TRACE_HADAMARD, t0, 8 * (uint64_t)n_rows * (uint64_t)n, 0);
 }
 
 static void trace_swiglu(const inf_ops *self, float *out, const float *gate, const float *up, size_t n) {
@@ -209,6 +217,7 @@ inf_ops *inf_ops_trace_new(const inf_ops *inner) {
         .matmul_group = trace_matmul_group,
         .rmsnorm = trace_rmsnorm,
         .rope_neox = trace_rope_neox,
+        .hadamard = trace_hadamard,
         .swiglu = trace_swiglu,
         .add = trace_add,
         .embed = trace_embed,

@@ -277,6 +277,22 @@ void inf_model_free(inf_model *m) {
     free(m);
 }
 
+/* llama.cpp's rule (llama_kv_cache: attn_rot_k, attn_rot_v; LLAMA_ATTN_ROT_DISABLE
+ * unset): rotate around a quantized cache when head_dim is a multiple of 64;
+ * q and k by the largest power of two dividing head_dim, v and the output
+ * by 64 ("smaller rotation matrices for V seem beneficial", its comment).
+ * f32 and f16 caches are stored as computed. There is no off switch:
+ * llama.cpp's only one is that environment variable, a debugging knob; the
+ * rotation costs ~1% of a prefill and is what llama.cpp's q8_0 numbers,
+ * which inferno is compared with, include. */
+static void choose_kv_rotation(inf_model *m) {
+    const int head_dim = m->cfg.head_dim;
+    m->kv_rot_qk = m->kv_rot_v = 0;
+    if (m->opt.kv_type != INF_KV_Q8_0 || head_dim % 64 != 0) return;
+    m->kv_rot_qk = head_dim & -head_dim;
+    m->kv_rot_v = 64;
+}
+
 inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_model **out,
                           inf_error *err) {
     *out = NULL;
@@ -305,6 +321,7 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
         st = inf_errorf(err, INF_ERR_INVALID,
                         "%s: a q8_0 KV cache needs qwen3.attention.key_length (head_dim %d) to be a multiple of %d",
                         path, m->cfg.head_dim, INF_Q8_0_BLOCK);
+    if (!st) choose_kv_rotation(m);
     if (!st && m->opt.n_ctx > m->cfg.n_ctx_train)
         st = inf_errorf(err, INF_ERR_INVALID, "context length %d exceeds the model's %d",
                         m->opt.n_ctx, m->cfg.n_ctx_train);

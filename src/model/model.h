@@ -51,6 +51,11 @@ struct inf_model {
     qwen3_layer *layers;   /* [n_layer] */
     inf_dtype weight_type;
     uint64_t n_params;
+    /* Hadamard rotations around a quantized KV cache (ops.h, inf_kv_view),
+     * block sizes or 0 when off: q and k after RoPE, v, and the attention
+     * output before Wo. */
+    int kv_rot_qk;          /* the largest power of two dividing head_dim */
+    int kv_rot_v;           /* 64 */
     const inf_ops *backend; /* the kernels in use */
     const inf_ops *ops;    /* what the forward pass calls: backend, or the tracer around it */
     inf_ops *tracer;       /* non-NULL when tracing; wraps the backend */

@@ -6,7 +6,9 @@
  *   q,k = rmsnorm per head (QK-norm) ; RoPE (NeoX) ; k,v -> cache
  *   x += attention(q, cache) · Wo
  *   h = rmsnorm(x) ; x += (silu(h·Wgate) * (h·Wup)) · Wdown
- * then the final norm and the output head (token_embd when tied).
+ * then the final norm and the output head (token_embd when tied). With a
+ * Q8_0 cache, q, k and v are rotated by Hadamard blocks after RoPE and the
+ * attention output rotated back before Wo (model.h).
  *
  * The same code runs prefill (n tokens in one pass, flash attention) and
  * decode (one token, fused attention); everything numeric goes through the
@@ -187,6 +189,11 @@ inf_status qwen3_forward(inf_session *s, const int32_t *tokens, int n, inf_logit
         ops->rmsnorm(ops, s->k, s->k, L->k_norm, n * c->n_head_kv, c->head_dim, c->rms_norm_eps);
         ops->rope_neox(ops, s->q, n, c->n_head, c->head_dim, pos0, c->rope_freq_base);
         ops->rope_neox(ops, s->k, n, c->n_head_kv, c->head_dim, pos0, c->rope_freq_base);
+        if (m->kv_rot_qk) { /* rotated rows go into a Q8_0 cache (model.h) */
+            ops->hadamard(ops, s->q, n * c->q_dim / m->kv_rot_qk, m->kv_rot_qk);
+            ops->hadamard(ops, s->k, n * c->kv_dim / m->kv_rot_qk, m->kv_rot_qk);
+        }
+        if (m->kv_rot_v) ops->hadamard(ops, s->v, n * c->kv_dim / m->kv_rot_v, m->kv_rot_v);
 
         inf_kv_view kc = layer_cache(s, s->k_cache, l);
         inf_kv_view vc = layer_cache(s, s->v_cache, l);
@@ -198,8 +205,10 @@ inf_status qwen3_forward(inf_session *s, const int32_t *tokens, int n, inf_logit
         if (n == 1) ops->attn_decode(ops, &shape, s->q, &kc, &vc, s->attn);
         else ops->attn_prefill(ops, &shape, s->q, &kc, &vc, s->attn);
 
+        float *attn = s->attn + row0 * (size_t)c->q_dim; /* [rows][q_dim] */
+        if (m->kv_rot_v) ops->hadamard(ops, attn, rows * c->q_dim / m->kv_rot_v, m->kv_rot_v); /* back */
         float *xr = x + row0 * E; /* [rows][n_embd] */
-        ops->matmul(ops, &L->wo, s->attn + row0 * (size_t)c->q_dim, rows, h, s->scratch);
+        ops->matmul(ops, &L->wo, attn, rows, h, s->scratch);
         ops->add(ops, xr, h, (size_t)rows * E);
 
         ops->rmsnorm(ops, h, xr, L->ffn_norm, rows, c->n_embd, c->rms_norm_eps);

@@ -1,8 +1,10 @@
 /*
  * elementwise_avx2.c — the row and element ops with AVX2 + FMA + F16C:
- * RMSNorm, RoPE rotation, SwiGLU, add, f32 -> f16, argmax. Numerics as
- * elementwise_avx512.c (bit-identical to ref.c except rmsnorm's summation
- * order of exact double squares and swiglu's vexp).
+ * RMSNorm, RoPE rotation, Hadamard transform, SwiGLU, add, f32 -> f16,
+ * argmax. Numerics as elementwise_avx512.c (bit-identical to ref.c except
+ * rmsnorm's summation order of exact double squares and swiglu's vexp).
+ * The avx512 table takes this Hadamard transform too: it is ~1% of a
+ * prefill, in-register shuffles for the short spans and adds for the rest.
  */
 #include "backend/x86/vec_avx2.h"
 #include "backend/x86/x86_kernels.h"
@@ -53,6 +55,37 @@ void inf_avx2_rope_rows(float *x, int n_rows, int head_dim, const float *cos_sin
             xr[i] = x0 * cs[i] - x1 * sn[i];
             xr[i + half] = x0 * sn[i] + x1 * cs[i];
         }
+    }
+}
+
+/* One 8-element group: the butterflies of spans 1, 2 and 4 in the register.
+ * Lane i pairs with lane i ^ span; the lower of the two takes the sum, the
+ * upper the difference lower - upper, as ref.c. */
+static __m256 hadamard8(__m256 v) {
+    __m256 p = _mm256_permute_ps(v, 0xB1); /* lanes i ^ 1 */
+    v = _mm256_blend_ps(_mm256_add_ps(v, p), _mm256_sub_ps(p, v), 0xAA);
+    p = _mm256_permute_ps(v, 0x4E); /* lanes i ^ 2 */
+    v = _mm256_blend_ps(_mm256_add_ps(v, p), _mm256_sub_ps(p, v), 0xCC);
+    p = _mm256_permute2f128_ps(v, v, 0x01); /* lanes i ^ 4 */
+    return _mm256_blend_ps(_mm256_add_ps(v, p), _mm256_sub_ps(p, v), 0xF0);
+}
+
+/* ref.c's transform, the same operations on the same pairs (n >= 8): the
+ * scaling and the spans below 8 in one pass of 8-element groups, then the
+ * wider spans on whole vectors. */
+void inf_avx2_hadamard(float *x, int n_rows, int n) {
+    const __m256 scale = _mm256_set1_ps(1.0f / sqrtf((float)n));
+    for (int r = 0; r < n_rows; r++) {
+        float *xr = x + (size_t)r * (size_t)n; /* [n] */
+        for (int i = 0; i < n; i += 8)
+            _mm256_storeu_ps(xr + i, hadamard8(_mm256_mul_ps(_mm256_loadu_ps(xr + i), scale)));
+        for (int span = 8; span < n; span *= 2)
+            for (int i0 = 0; i0 < n; i0 += 2 * span)
+                for (int i = i0; i < i0 + span; i += 8) {
+                    const __m256 a = _mm256_loadu_ps(xr + i), b = _mm256_loadu_ps(xr + i + span);
+                    _mm256_storeu_ps(xr + i, _mm256_add_ps(a, b));
+                    _mm256_storeu_ps(xr + i + span, _mm256_sub_ps(a, b));
+                }
     }
 }
 

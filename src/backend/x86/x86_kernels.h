@@ -31,6 +31,7 @@ void inf_avx2_attn_prefill(const inf_attn_shape *shape, const float *q, const in
                            const inf_kv_view *v, float *out, int kvh, int t0, int t1, void *tmp);
 void inf_avx2_rmsnorm(float *y, const float *x, const float *w, int n_rows, int dim, float eps);
 void inf_avx2_rope_rows(float *x, int n_rows, int head_dim, const float *cos_sin);
+void inf_avx2_hadamard(float *x, int n_rows, int n);
 void inf_avx2_swiglu(float *out, const float *gate, const float *up, size_t n);
 void inf_avx2_add(float *y, const float *x, size_t n);
 void inf_avx2_f32_to_f16(uint16_t *dst, const float *src, size_t n);
