@@ -464,6 +464,36 @@ static void fill_cache(const isa_ops *s, attn_case *c, int n_pos, int n_ctx, voi
     free(k), free(v);
 }
 
+/* kv_store into Q8_0 caches with values the quantizer must round exactly
+ * as ref.c: ties at .5 after scaling (nearest even), an all-zero block,
+ * subnormals next to a small normal value, values near FLT_MAX, a NaN (ignored by the block's amax; its
+ * own quant is left out of the comparison, C does not define it). */
+static void test_kv_store_q8_0_edges(const isa_ops *s) {
+    char label[160];
+    begin(label, sizeof label, s, "kv_store q8_0 edge values");
+    enum { N_TOK = 3, N_HEAD_KV = 2, HD = 64, N = N_TOK * N_HEAD_KV * HD, NAN_AT = 200 };
+    float k[N], v[N];
+    fill_uniform(k, N, -1.0f, 1.0f);
+    fill_uniform(v, N, -1e38f, 1e38f);
+    for (int i = 0; i < 32; i++) k[i] = 127.0f - (float)i - 0.5f; /* amax 126.5: x * 127/126.5 */
+    for (int i = 32; i < 64; i++) k[i] = (float)(i - 48) + 0.5f;  /* amax 16.5 */
+    for (int i = 64; i < 96; i++) k[i] = 0.0f;
+    for (int i = 96; i < 128; i++) k[i] = (i % 2 ? 1e-40f : -3e-39f); /* subnormals, */
+    k[127] = 1e-30f; /* with a normal amax (an all-subnormal block overflows 127/amax: undefined in C) */
+    k[130] = 127.0f, k[131] = 63.5f, k[132] = -0.5f, k[133] = 1.5f; /* exact ties with id = 1 */
+    k[NAN_AT] = NAN;
+    unsigned char got[2][N_TOK * N_HEAD_KV * HD / 32 * 34], want[2][sizeof got[0]];
+    memset(got, 0, sizeof got), memset(want, 0, sizeof want);
+    inf_kv_view gk = {.data = got[0], .type = INF_KV_Q8_0, .pos_stride = N_HEAD_KV * HD, .head_stride = HD};
+    inf_kv_view gv = gk, wk = gk, wv = gk;
+    gv.data = got[1], wk.data = want[0], wv.data = want[1];
+    s->ops[0]->kv_store(s->ops[0], &gk, &gv, k, v, N_TOK, 0, N_HEAD_KV, HD);
+    REF->kv_store(REF, &wk, &wv, k, v, N_TOK, 0, N_HEAD_KV, HD);
+    const size_t nan_byte = (size_t)NAN_AT / 32 * 34 + 2 + NAN_AT % 32;
+    got[0][nan_byte] = want[0][nan_byte] = 0;
+    TEST_CHECK(memcmp(got, want, sizeof got) == 0, "kv_store q8_0 differs from ref on edge values");
+}
+
 /* Cache layouts: the model's (each head's rows together, room for a few
  * more positions) and positions outermost. */
 typedef enum { LAYOUT_HEAD_MAJOR, LAYOUT_POS_MAJOR } kv_layout;
@@ -605,6 +635,7 @@ int main(void) {
             test_matmul(&s);
             test_matmul_group(&s);
             test_elementwise(&s);
+            test_kv_store_q8_0_edges(&s);
             test_attention(&s);
         }
         for (int t = 0; t < N_THREAD_COUNTS; t++) inf_ops_cpu_free(s.ops[t]);

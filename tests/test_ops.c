@@ -773,10 +773,10 @@ static void attn_check(const inf_ops *ops, attn_case c, attn_worst *worst) {
     double *p = xmalloc((size_t)n_keys * sizeof(double)), *acc = xmalloc((size_t)hd * sizeof(double));
     for (int t = 0; t < c.n_tok; t++)
         for (int h = 0; h < c.n_head; h++) {
-            float qh[128]; /* the query as the K cache's dot sees it (Q8_0: quantized) */
+            float qh[INF_MAX_HEAD_DIM]; /* the query as the K cache's dot sees it (Q8_0: quantized) */
             memcpy(qh, q + ((size_t)t * c.n_head + h) * hd, (size_t)hd * sizeof(float));
             if (c.type == INF_KV_Q8_0) {
-                inf_block_q8_0 qq[128 / INF_Q8_0_BLOCK];
+                inf_block_q8_0 qq[INF_MAX_HEAD_DIM / INF_Q8_0_BLOCK];
                 inf_quantize_row_q8_0(qh, qq, hd);
                 inf_dequantize_row(INF_DTYPE_Q8_0, qq, qh, hd);
             }

@@ -545,7 +545,10 @@ static void kv_store_task(void *ctx, int task, int thread) {
         switch (cache->type) {
         case INF_KV_F32: memcpy(row, s, (size_t)j->head_dim * sizeof(float)); break;
         case INF_KV_F16: j->c->k->f32_to_f16(row, s, (size_t)j->head_dim); break;
-        case INF_KV_Q8_0: inf_quantize_row_q8_0(s, row, j->head_dim); break; /* ref.c's, bit for bit */
+        case INF_KV_Q8_0: /* ref.c's quantizer, bit for bit */
+            if (j->c->k->quantize_row_q8_0) j->c->k->quantize_row_q8_0(s, row, j->head_dim);
+            else inf_quantize_row_q8_0(s, row, j->head_dim);
+            break;
         }
     }
 }

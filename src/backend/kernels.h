@@ -41,6 +41,7 @@
 #define INF_BACKEND_KERNELS_H
 
 #include "backend/ops.h"
+#include "core/dtype.h"
 
 /* The activations of one matmul, prepared once for the weight's dot type. */
 typedef struct inf_act {
@@ -95,6 +96,8 @@ typedef struct inf_kernels {
     void (*add)(float *y, const float *x, size_t n);
     /* dst[n] f16 = src[n] f32, round to nearest even */
     void (*f32_to_f16)(uint16_t *dst, const float *src, size_t n);
+    /* inf_quantize_row_q8_0, bit for bit (n a multiple of 32); NULL: that one runs */
+    void (*quantize_row_q8_0)(const float *x, inf_block_q8_0 *y, int64_t n);
     int (*argmax)(const float *x, int n);
 } inf_kernels;
 

@@ -225,6 +225,15 @@ static float q8_quantize_pairs(const float *x, __m256i pairs[2]) {
     return inf_f16_to_f32(inf_f32_to_f16(amax / 127.0f));
 }
 
+void inf_avx2_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_Q8_0_BLOCK; b++) {
+        __m256i pairs[2];
+        y[b].d = inf_f32_to_f16(q8_quantize_pairs(x + b * INF_Q8_0_BLOCK, pairs));
+        /* packs interleaves 128-bit halves; the permute puts the columns back in order */
+        _mm256_storeu_si256((__m256i *)y[b].q, _mm256_permute4x64_epi64(_mm256_packs_epi16(pairs[0], pairs[1]), 0xd8));
+    }
+}
+
 /* 8 f32 activations from column k (zeros past cols), rounded to the weight's type. */
 static __m256 act_load8(inf_dtype type, const float *x, int64_t cols, int64_t k) {
     __m256 v = cols - k >= 8 ? _mm256_loadu_ps(x + k) : _mm256_maskload_ps(x + k, tail_mask_avx2((size_t)(cols - k)));

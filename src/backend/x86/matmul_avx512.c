@@ -84,11 +84,14 @@ size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols) {
 }
 
 /* One block of 32 activations quantized as inf_quantize_row_q8_0 does:
- * d = amax / 127 (kept as its f16 value), q = x * (127 / amax) rounded to
- * nearest even (the default MXCSR mode, as nearbyintf). Returns d. */
+ * amax ignoring NaN, d = amax / 127 (kept as its f16 value), q = x * (127 /
+ * amax) rounded to nearest even (the default MXCSR mode, as nearbyintf).
+ * Returns d. */
 static float q8_quantize_block(const float *x, __m256i *q) {
     const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    /* vmaxps returns its second operand when the first is NaN: NaN lanes keep 0 */
+    const __m512 m = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps()));
+    const float amax = _mm512_reduce_max_ps(m);
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     const __m512 vid = _mm512_set1_ps(id);
     const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)));
@@ -122,6 +125,14 @@ static void q8_prepare(const float *x, int64_t cols, void *row) {
         _mm256_storeu_si256((__m256i *)(q + b * QK), qv);
         _mm256_storeu_si256((__m256i *)(negc + b * 8), q8_bias(qv));
         _mm256_storeu_ps(dxv + b * 8, _mm256_set1_ps(dx[b]));
+    }
+}
+
+void inf_avx512_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; b++) {
+        __m256i q;
+        y[b].d = inf_f32_to_f16(q8_quantize_block(x + b * QK, &q));
+        _mm256_storeu_si256((__m256i *)y[b].q, q);
     }
 }
 

@@ -28,6 +28,7 @@ static const inf_kernels avx2_table = {
     .swiglu = inf_avx2_swiglu,
     .add = inf_avx2_add,
     .f32_to_f16 = inf_avx2_f32_to_f16,
+    .quantize_row_q8_0 = inf_avx2_quantize_row_q8_0,
     .argmax = inf_avx2_argmax,
 };
 
@@ -51,6 +52,7 @@ static const inf_kernels avx512_table = {
     .swiglu = inf_avx512_swiglu,
     .add = inf_avx512_add,
     .f32_to_f16 = inf_avx512_f32_to_f16,
+    .quantize_row_q8_0 = inf_avx512_quantize_row_q8_0,
     .argmax = inf_avx512_argmax,
 };
 

@@ -35,6 +35,7 @@ void inf_avx2_hadamard(float *x, int n_rows, int n);
 void inf_avx2_swiglu(float *out, const float *gate, const float *up, size_t n);
 void inf_avx2_add(float *y, const float *x, size_t n);
 void inf_avx2_f32_to_f16(uint16_t *dst, const float *src, size_t n);
+void inf_avx2_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
 int inf_avx2_argmax(const float *x, int n);
 
 /* ---- avx512 */
@@ -56,6 +57,7 @@ void inf_avx512_rope_rows(float *x, int n_rows, int head_dim, const float *cos_s
 void inf_avx512_swiglu(float *out, const float *gate, const float *up, size_t n);
 void inf_avx512_add(float *y, const float *x, size_t n);
 void inf_avx512_f32_to_f16(uint16_t *dst, const float *src, size_t n);
+void inf_avx512_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
 int inf_avx512_argmax(const float *x, int n);
 
 #endif /* INF_X86_KERNELS_H */
