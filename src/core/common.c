@@ -5,7 +5,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 
 inf_status inf_errorf(inf_error *err, inf_status status, const char *fmt, ...) {
     if (err) {
@@ -44,16 +43,3 @@ void *inf_alloc_aligned(size_t bytes) {
 
 void inf_free_aligned(void *p) { free(p); }
 
-void *inf_alloc_streamed(size_t bytes) {
-    const size_t huge = (size_t)2 << 20;
-    size_t rounded;
-    if (bytes == 0) bytes = 1;
-    if (!inf_add_size(bytes, huge - 1, &rounded)) return NULL;
-    rounded &= ~(huge - 1);
-    void *p = aligned_alloc(huge, rounded);
-#ifdef MADV_HUGEPAGE
-    /* advice only: a failure leaves ordinary pages */
-    if (p) madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-    return p;
-}

@@ -33,11 +33,6 @@ static inline bool inf_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
 /* Aligned allocation (64-byte, for SIMD rows); free with inf_free_aligned. NULL on failure or size 0 overflow. */
 void *inf_alloc_aligned(size_t bytes);
 void inf_free_aligned(void *p);
-/* A large buffer read in long sequential streams (KV cache): 2 MiB aligned
- * and backed by huge pages where the kernel allows, so the hardware
- * prefetchers are not stopped at every 4 KiB page. Free with
- * inf_free_aligned. */
-void *inf_alloc_streamed(size_t bytes);
 
 #define INF_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define INF_MAX(a, b) ((a) > (b) ? (a) : (b))
