@@ -29,9 +29,8 @@
  *   - attention: scores and outputs summed in f32 lanes, exp by a
  *     polynomial within 2 ulp of expf, softmax rescaled per tile of 64 keys
  *     (ref's decode rescales per key): |o - ref| <= 2e-6 * max |v|. Q8_0
- *     caches: the same quantized query and integer block dots as ref (the
- *     prefill may form them as f32 products of dequantized values instead),
- *     so the same budget holds.
+ *     caches: the same quantized query and integer block dots as ref, so
+ *     the scores are ref's bit for bit and the same budget holds.
  *   - rmsnorm: the same exact double squares summed in another order
  *     (4 * 2^-24 relative, usually identical); swiglu: vector exp
  *     (12 * 2^-24 relative); rope, hadamard, add, kv_store, argmax:

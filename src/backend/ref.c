@@ -262,34 +262,27 @@ static float kv_dot(const inf_kv_view *k, int pos, int kv_head, int head_dim, co
     return 0.0f;
 }
 
-/* Element i of V[pos][kv_head] as f32 (a Q8_0 element is d * q, in f32). */
-static float kv_get(const inf_kv_view *v, int pos, int kv_head, int i) {
-    const void *vr = kv_row(v, pos, kv_head);
-    switch (v->type) {
-    case INF_KV_F32: return ((const float *)vr)[i];
-    case INF_KV_F16: return inf_f16_to_f32(((const inf_f16 *)vr)[i]);
+/* Element i of a cached row as f32 (a Q8_0 element is d * q, in f32). */
+static float row_value(inf_kv_type type, const void *row, int i) {
+    switch (type) {
+    case INF_KV_F32: return ((const float *)row)[i];
+    case INF_KV_F16: return inf_f16_to_f32(((const inf_f16 *)row)[i]);
     case INF_KV_Q8_0: {
-        const inf_block_q8_0 *b = (const inf_block_q8_0 *)vr + i / INF_Q8_0_BLOCK;
+        const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + i / INF_Q8_0_BLOCK;
         return inf_f16_to_f32(b->d) * (float)b->q[i % INF_Q8_0_BLOCK];
     }
     }
     return 0.0f;
 }
 
+static float kv_get(const inf_kv_view *v, int pos, int kv_head, int i) {
+    return row_value(v->type, kv_row(v, pos, kv_head), i);
+}
+
 /* acc[head_dim] += a * V[pos][kv_head] */
 static void kv_axpy(float *acc, float a, const inf_kv_view *v, int pos, int kv_head, int head_dim) {
     const void *vr = kv_row(v, pos, kv_head);
-    switch (v->type) {
-    case INF_KV_F32:
-        for (int i = 0; i < head_dim; i++) acc[i] += a * ((const float *)vr)[i];
-        break;
-    case INF_KV_F16:
-        for (int i = 0; i < head_dim; i++) acc[i] += a * inf_f16_to_f32(((const inf_f16 *)vr)[i]);
-        break;
-    case INF_KV_Q8_0:
-        for (int i = 0; i < head_dim; i++) acc[i] += a * kv_get(v, pos, kv_head, i);
-        break;
-    }
+    for (int i = 0; i < head_dim; i++) acc[i] += a * row_value(v->type, vr, i);
 }
 
 static void scale_row(float *x, float a, int n) {

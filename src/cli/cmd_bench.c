@@ -246,7 +246,6 @@ typedef struct bench_ctx {
     float *logits;   /* [n_vocab] */
     int32_t n_ordinary;
     double bw_gb_s;  /* 0 = not measured */
-    double kv_elem_bytes; /* 4, 2, or 34/32 for q8_0 */
     bool progress;   /* stderr is a terminal */
     int32_t first_token; /* argmax after a prefill: part of the time to first token */
 } bench_ctx;
@@ -388,8 +387,8 @@ static int bench_decode(bench_ctx *b, int n, int depth) {
     spread speed = spread_of(tok_s, reps);
     /* Step i (0-based) attends over depth + i + 1 cached positions. */
     double avg_ctx = depth + 0.5 * (n + 1);
-    double kv_bytes = (double)b->info.n_layer * avg_ctx * b->info.n_head_kv * b->info.head_dim * 2.0 *
-                      b->kv_elem_bytes;
+    const double kv_elem_bytes = (double)inf_kv_type_bytes(b->o->model.kv_type, 32) / 32; /* 34/32 for q8_0 */
+    double kv_bytes = (double)b->info.n_layer * avg_ctx * b->info.n_head_kv * b->info.head_dim * 2.0 * kv_elem_bytes;
     double bytes_per_tok = (double)b->info.weight_bytes + kv_bytes;
     double gb_s = bytes_per_tok * speed.median * 1e-9;
     double bw_pct = b->bw_gb_s > 0 ? 100.0 * gb_s / b->bw_gb_s : -1;
@@ -433,7 +432,6 @@ static int run_cases(bench_ctx *b) {
 /* Loads the model, measures, prints; need = the session's context. */
 static int bench_model(bench_opts *o, int need) {
     bench_ctx b = {.o = o, .progress = isatty(STDERR_FILENO) == 1};
-    b.kv_elem_bytes = (double)inf_kv_type_bytes(o->model.kv_type, 32) / 32.0;
     /* Before the model exists: the measuring child is forked from a process
      * that has no other threads yet (a fork while the thread pool runs can
      * leave an allocator lock held in the child). */

@@ -99,9 +99,12 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
     float *o_all = scores + group * TILE;  /* [group][hd] */
     float *m = o_all + (size_t)group * hd; /* [group] running max */
     float *l = m + group;                  /* [group] running sum */
+    const int nb = hd / INF_Q8_0_BLOCK;
+    inf_block_q8_0 *q8 = (inf_block_q8_0 *)(l + group); /* [group][nb] the query heads' blocks (Q8_0 K) */
     for (int g = 0; g < group; g++) {
         m[g] = -INFINITY;
         l[g] = 0.0f;
+        if (k->type == INF_KV_Q8_0) inf_quantize_row_q8_0(q + (size_t)(kvh * group + g) * hd, q8 + (size_t)g * nb, hd);
     }
     memset(o_all, 0, (size_t)group * hd * sizeof(float));
     const __m256 scale = _mm256_set1_ps(sh->scale);
@@ -110,11 +113,8 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
         for (int g = 0; g < group; g++) {
             const float *qh = q + (size_t)(kvh * group + g) * hd;
             float *s = scores + g * TILE;
-            if (k->type == INF_KV_Q8_0) {
-                inf_block_q8_0 qb[INF_MAX_HEAD_DIM / INF_Q8_0_BLOCK]; /* the query's blocks */
-                inf_quantize_row_q8_0(qh, qb, hd);
-                for (int j = 0; j < nj; j++) s[j] = q8_row_dot(kv_row(k, j0 + j, kvh), qb, hd / INF_Q8_0_BLOCK) * sh->scale;
-            }
+            if (k->type == INF_KV_Q8_0)
+                for (int j = 0; j < nj; j++) s[j] = q8_row_dot(kv_row(k, j0 + j, kvh), q8 + (size_t)g * nb, nb) * sh->scale;
             for (int jb = 0; k->type != INF_KV_Q8_0 && jb < nj; jb += 8) {
                 __m256 dots[8];
                 for (int j = 0; j < 8; j++) {
@@ -336,7 +336,8 @@ static size_t prefill_floats(int hd, int group) {
 
 size_t inf_avx2_attn_tmp_bytes(const inf_attn_shape *sh) {
     const size_t hd = (size_t)sh->head_dim, group = (size_t)(sh->n_head / sh->n_head_kv);
-    const size_t decode = group * TILE + group * hd + 2 * group; /* scores, o, m, l */
+    /* scores, o, m, l, then the query's Q8_0 blocks (34 bytes per 32 elements) */
+    const size_t decode = group * TILE + group * hd + 2 * group + (group * hd / INF_Q8_0_BLOCK * sizeof(inf_block_q8_0) + 3) / 4;
     const size_t prefill = prefill_floats(sh->head_dim, (int)group);
     return (decode > prefill ? decode : prefill) * sizeof(float) + 32;
 }
