@@ -9,7 +9,8 @@
 #                         an arm64 cross build (scripts/check-arm64.sh)
 #
 # The target architecture comes from $(CC) -dumpmachine. On x86-64, kernel
-# files named *_avx2.c / *_avx512.c are compiled with their ISA's flags;
+# files named *_avx2.c / *_avx512.c / *_amx.c are compiled with their ISA's
+# flags (AMX: AVX-512's and the tile extensions');
 # on arm64, src/backend/arm/*_neon.c need none (NEON is baseline) and
 # *_dotprod.c get -march=armv8.2-a+dotprod. Everything else is built for
 # the baseline of the architecture, and the right kernels are picked at
@@ -35,10 +36,11 @@ endif
 
 AVX2_FLAGS    := -mavx2 -mfma -mf16c
 AVX512_FLAGS  := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
+AMX_FLAGS     := $(AVX512_FLAGS) -mamx-tile -mamx-int8 -mamx-bf16
 DOTPROD_FLAGS := -march=armv8.2-a+dotprod
 
 MACHINE     := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
-X86_KERNELS := $(wildcard src/backend/x86/*_avx2.c src/backend/x86/*_avx512.c)
+X86_KERNELS := $(wildcard src/backend/x86/*_avx2.c src/backend/x86/*_avx512.c src/backend/x86/*_amx.c)
 ARM_KERNELS := $(wildcard src/backend/arm/*_neon.c src/backend/arm/*_dotprod.c)
 ifeq ($(MACHINE),x86_64)
 FOREIGN_KERNELS := $(ARM_KERNELS)
@@ -79,6 +81,10 @@ $(BUILD)/libinferno-kernels.a: $(KERNEL_LIB_OBJ)
 $(BUILD)/obj/%_dotprod.o: %_dotprod.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DOTPROD_FLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/obj/%_amx.o: %_amx.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AMX_FLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/obj/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)

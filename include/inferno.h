@@ -119,7 +119,7 @@ typedef struct inf_model_info {
     inf_dtype weight_type; /* type of most matrix weights */
     uint64_t n_params;
     uint64_t weight_bytes; /* bytes of tensor data */
-    const char *isa;       /* kernel path in use: "ref", "avx2", "avx512", "neon" */
+    const char *isa;       /* kernel path in use: "ref", "avx2", "avx512", "avx512+amx", "neon" */
     int n_threads;
 } inf_model_info;
 

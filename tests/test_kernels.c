@@ -8,7 +8,7 @@
  * exp; "cond" of a dot product is Σ|w_i·x_i|, what its rounding error
  * scales with):
  *   ISA "ref"                 bit-identical to ref.c for every op
- *   matmul Q8_0, n >= 8 (gemm, avx2 and avx512)   bit-identical
+ *   matmul Q8_0, n >= 8 (gemm, avx2, avx512, avx512+amx)   bit-identical
  *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
  *                             (f32 lanes of partial sums instead of a double)
  *   rmsnorm                   4·2^-24 relative (the double sum of exact
@@ -180,7 +180,7 @@ static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int
     REF->matmul(REF, &c.w, x, n, want, c.scratch);
     run_all_threads(s, run_matmul, &c, got, n_out);
 
-    const bool gemm_exact = s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512;
+    const bool gemm_exact = s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX;
     const bool exact = s->isa == INF_ISA_REF || (gemm_exact && type == INF_DTYPE_Q8_0 && n >= 8);
     int reported = 0;
     for (int t = 0; t < n; t++)
@@ -224,6 +224,18 @@ static void test_matmul(const isa_ops *s) {
                 }
         test_matmul_case(s, type, 33, type == INF_DTYPE_Q8_0 ? 64 : 50, 300);
     }
+    /* The shapes of the tile gemm (avx512+amx; the other ISAs run them too):
+     * token counts around its 16-token tiles and its Q8_0 threshold of 32,
+     * ragged row counts, and widths of several tile steps with and without
+     * a partial last step (BF16: 16 columns is its narrowest). */
+    static const int64_t tile_rows[] = {1, 17, 130};
+    static const int tile_ns[] = {31, 32, 33, 47, 100};
+    static const int64_t tile_q8_cols[] = {32, 1056}, tile_bf16_cols[] = {16, 17, 1030};
+    for (size_t ri = 0; ri < 3; ri++)
+        for (size_t ni = 0; ni < 5; ni++) {
+            for (size_t ci = 0; ci < 2; ci++) test_matmul_case(s, INF_DTYPE_Q8_0, tile_rows[ri], tile_q8_cols[ci], tile_ns[ni]);
+            for (size_t ci = 0; ci < 3; ci++) test_matmul_case(s, INF_DTYPE_BF16, tile_rows[ri], tile_bf16_cols[ci], tile_ns[ni]);
+        }
     printf("%s matmul: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
 }
 

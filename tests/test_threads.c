@@ -49,7 +49,7 @@ static float *run(const char *path, int threads, inf_kv_type kv, int n_vocab) {
 }
 
 int main(void) {
-    static const char *isas[] = {"ref", "avx2", "avx512", "neon"};
+    static const char *isas[] = {"ref", "avx2", "avx512", "avx512+amx", "neon"};
     /* tiny-b (head_dim 64) for the q8_0 KV cache, which tiny-a's 16 cannot hold */
     static const char *models[] = {"tiny-a-f32", "tiny-a-f16", "tiny-a-bf16", "tiny-a-q8_0", "tiny-b-f32"};
     static const inf_kv_type kv_types[] = {INF_KV_F32, INF_KV_F16, INF_KV_Q8_0};

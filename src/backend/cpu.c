@@ -3,8 +3,9 @@
  * that splits every op into tasks on the thread pool and runs one ISA's
  * kernels (kernels.h) on them.
  *
- * ISAs by architecture: x86-64 has avx2 and avx512 (x86/, features from
- * __builtin_cpu_supports), arm64 has neon (arm/, always present; its Q8_0
+ * ISAs by architecture: x86-64 has avx2, avx512 and avx512+amx (x86/,
+ * features from __builtin_cpu_supports and cpuid; AMX also needs the
+ * kernel's permission for the tile state, asked once), arm64 has neon (arm/, always present; its Q8_0
  * matvec uses SDOT when the kernel reports the ARMv8.2 dot product in
  * AT_HWCAP). The other architecture's tables are NULL, so its ISAs are
  * unsupported; "ref" runs everywhere.
@@ -34,8 +35,17 @@
 #include "core/pool.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+#endif
 
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
@@ -46,7 +56,7 @@
 
 /* ------------------------------------------------------------------ ISA selection */
 
-static const char *const isa_names[INF_ISA_COUNT] = {"ref", "avx2", "avx512", "neon"};
+static const char *const isa_names[INF_ISA_COUNT] = {"ref", "avx2", "avx512", "neon", "avx512+amx"};
 
 const char *inf_isa_name(inf_isa isa) {
     return (unsigned)isa < INF_ISA_COUNT ? isa_names[isa] : "?";
@@ -70,10 +80,33 @@ static bool cpu_has_dotprod(void) {
 #endif
 }
 
+/* AMX tiles usable: cpuid leaf 7 reports AMX-TILE, -INT8 and -BF16, and
+ * Linux grants this process the tile data state (arch_prctl
+ * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA; without it the first tile
+ * instruction faults). The permission covers every thread of the process;
+ * asking again is harmless, the answer is cached after the first call. */
+static bool cpu_has_amx(void) {
+#if defined(__x86_64__) && defined(__linux__)
+    static _Atomic int cached = -1; /* racing first calls compute the same answer */
+    const int known = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (known >= 0) return known;
+    unsigned a, b, c, d;
+    bool ok = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 1) /* tile */ && (d >> 25 & 1) /* int8 */ &&
+              (d >> 22 & 1) /* bf16 */;
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    if (ok) ok = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+    atomic_store_explicit(&cached, ok, memory_order_relaxed);
+    return ok;
+#else
+    return false;
+#endif
+}
+
 static const inf_kernels *isa_kernels(inf_isa isa) {
     switch (isa) {
     case INF_ISA_AVX2: return inf_kernels_avx2();
     case INF_ISA_AVX512: return inf_kernels_avx512();
+    case INF_ISA_AVX512_AMX: return inf_kernels_avx512_amx();
     case INF_ISA_NEON: return inf_kernels_neon(cpu_has_dotprod());
     default: return NULL;
     }
@@ -87,9 +120,11 @@ bool inf_isa_supported(inf_isa isa) {
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                       __builtin_cpu_supports("f16c");
     if (isa == INF_ISA_AVX2) return avx2;
-    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                        __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+    if (isa == INF_ISA_AVX512) return avx512;
+    return avx512 && isa == INF_ISA_AVX512_AMX && cpu_has_amx();
 #elif defined(__aarch64__)
     return isa == INF_ISA_NEON; /* Advanced SIMD is part of every AArch64 CPU */
 #else
@@ -110,7 +145,7 @@ inf_status inf_isa_select(inf_isa *out, inf_error *err) {
         return INF_OK;
     }
     if (!inf_isa_from_name(env, out))
-        return inf_errorf(err, INF_ERR_INVALID, "INFERNO_ISA=%s: unknown ISA (ref, avx2, avx512, neon)", env);
+        return inf_errorf(err, INF_ERR_INVALID, "INFERNO_ISA=%s: unknown ISA (ref, avx2, avx512, avx512+amx, neon)", env);
     if (!inf_isa_supported(*out))
         return inf_errorf(err, INF_ERR_UNSUPPORTED, "INFERNO_ISA=%s: this CPU (or build) lacks %s",
                           env, env);

@@ -4,7 +4,9 @@
  *
  * ISAs: "ref" (the scalar reference ops of ref.c, threaded: bit-identical
  * to inf_ops_ref), on x86-64 "avx2" (AVX2 + FMA + F16C) and "avx512"
- * (AVX-512 F/BW/VL/DQ + VNNI + BF16), on arm64 "neon" (with the ARMv8.2 dot
+ * (AVX-512 F/BW/VL/DQ + VNNI + BF16) and "avx512+amx" (avx512 with the
+ * prefill gemm on AMX int8 and bf16 tiles, where cpuid reports AMX and the
+ * kernel grants the tile state), on arm64 "neon" (with the ARMv8.2 dot
  * product for Q8_0 where the CPU has it). One binary runs on any CPU of its
  * architecture: a SIMD kernel is only called when the CPU reports its
  * features. Results never depend on the thread count: every output element
@@ -21,10 +23,11 @@ typedef enum inf_isa {
     INF_ISA_AVX2,
     INF_ISA_AVX512,
     INF_ISA_NEON,
+    INF_ISA_AVX512_AMX, /* last: the best where the CPU has it */
     INF_ISA_COUNT
 } inf_isa;
 
-/* "ref", "avx2", "avx512", "neon". */
+/* "ref", "avx2", "avx512", "neon", "avx512+amx". */
 const char *inf_isa_name(inf_isa isa);
 /* Parses a name as above; false when unknown. */
 bool inf_isa_from_name(const char *name, inf_isa *out);

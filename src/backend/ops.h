@@ -91,7 +91,7 @@ typedef struct inf_attn_shape {
 typedef struct inf_ops inf_ops;
 
 struct inf_ops {
-    const char *name; /* "ref", "avx2", "avx512", "neon", "trace(...)" */
+    const char *name; /* "ref", "avx2", "avx512", "avx512+amx", "neon", "trace(...)" */
 
     /* y[n][w->rows] = x[n][w->cols] · W^T. scratch holds the rounded
      * activations: at least n * w->cols * sizeof(float) bytes, 64-aligned. */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The golden-model tests (test_golden: logits against llama.cpp's) on every
-# kernel path this CPU can run (INFERNO_ISA=ref|avx2|avx512|neon) and with 1, 2
+# kernel path this CPU can run (INFERNO_ISA=ref|avx2|avx512|avx512+amx|neon) and with 1, 2
 # and 3 threads (INFERNO_GOLDEN_THREADS). ISAs the CPU lacks are skipped,
 # and `inferno info` must then refuse them with a message naming the ISA.
 # The test programs sit beside $INFERNO in tests/. Run from the repo root.
@@ -12,7 +12,7 @@ if [ ! -x "$GOLDEN" ]; then
     finish
 fi
 
-for isa in ref avx2 avx512 neon; do
+for isa in ref avx2 avx512 avx512+amx neon; do
     if ! INFERNO_ISA=$isa "$INFERNO" info -m tests/data/golden/tiny-a-f32.gguf >"$tmp/info" 2>&1; then
         if grep -q "lacks $isa" "$tmp/info"; then
             echo "skip $isa: not supported on this CPU"

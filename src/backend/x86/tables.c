@@ -32,36 +32,51 @@ static const inf_kernels avx2_table = {
     .argmax = inf_avx2_argmax,
 };
 
+/* The members avx512 and avx512+amx share: all but the gemm. */
+#define AVX512_NON_GEMM_MEMBERS                                                 \
+    .act_row_bytes = inf_avx512_act_row_bytes,                                  \
+    .act_prepare = inf_avx512_act_prepare,                                      \
+    .matvec = inf_avx512_matvec,                                                \
+    .gemm_rows = INF_X86_GEMM_ROWS,                                             \
+    .gemm_min_tokens = 8,                                                       \
+    .attn_tmp_bytes = inf_avx512_attn_tmp_bytes,                                \
+    .attn_decode = inf_avx512_attn_decode,                                      \
+    .attn_prefill = inf_avx512_attn_prefill,                                    \
+    .attn_block = INF_X86_ATTN_BLOCK,                                           \
+    .rmsnorm = inf_avx512_rmsnorm,                                              \
+    .rope_rows = inf_avx512_rope_rows,                                          \
+    .hadamard = inf_avx2_hadamard, /* AVX2 code: every AVX-512 CPU has AVX2 */  \
+    .swiglu = inf_avx512_swiglu,                                                \
+    .add = inf_avx512_add,                                                      \
+    .f32_to_f16 = inf_avx512_f32_to_f16,                                        \
+    .quantize_row_q8_0 = inf_avx512_quantize_row_q8_0,                          \
+    .argmax = inf_avx512_argmax
+
 static const inf_kernels avx512_table = {
     .name = "avx512",
-    .act_row_bytes = inf_avx512_act_row_bytes,
-    .act_prepare = inf_avx512_act_prepare,
-    .matvec = inf_avx512_matvec,
     .gemm_prepare = inf_avx512_gemm_prepare,
     .gemm = inf_avx512_gemm,
     .gemm_pack_bytes = inf_avx512_gemm_pack_bytes,
-    .gemm_rows = INF_X86_GEMM_ROWS,
-    .gemm_min_tokens = 8,
-    .attn_tmp_bytes = inf_avx512_attn_tmp_bytes,
-    .attn_decode = inf_avx512_attn_decode,
-    .attn_prefill = inf_avx512_attn_prefill,
-    .attn_block = INF_X86_ATTN_BLOCK,
-    .rmsnorm = inf_avx512_rmsnorm,
-    .rope_rows = inf_avx512_rope_rows,
-    .hadamard = inf_avx2_hadamard, /* AVX2 code: every AVX-512 CPU here has AVX2 */
-    .swiglu = inf_avx512_swiglu,
-    .add = inf_avx512_add,
-    .f32_to_f16 = inf_avx512_f32_to_f16,
-    .quantize_row_q8_0 = inf_avx512_quantize_row_q8_0,
-    .argmax = inf_avx512_argmax,
+    AVX512_NON_GEMM_MEMBERS,
+};
+
+/* avx512 with the prefill gemm on AMX tiles (matmul_amx.c). */
+static const inf_kernels avx512_amx_table = {
+    .name = "avx512+amx",
+    .gemm_prepare = inf_amx_gemm_prepare,
+    .gemm = inf_amx_gemm,
+    .gemm_pack_bytes = inf_amx_gemm_pack_bytes,
+    AVX512_NON_GEMM_MEMBERS,
 };
 
 const inf_kernels *inf_kernels_avx2(void) { return &avx2_table; }
 const inf_kernels *inf_kernels_avx512(void) { return &avx512_table; }
+const inf_kernels *inf_kernels_avx512_amx(void) { return &avx512_amx_table; }
 
 #else
 
 const inf_kernels *inf_kernels_avx2(void) { return NULL; }
 const inf_kernels *inf_kernels_avx512(void) { return NULL; }
+const inf_kernels *inf_kernels_avx512_amx(void) { return NULL; }
 
 #endif

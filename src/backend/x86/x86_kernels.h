@@ -1,6 +1,6 @@
 /*
  * x86_kernels.h — the kernels of the x86 ISAs, one set per ISA, as the
- * tables in tables.c collect them. Each *_avx2.c / *_avx512.c file is built
+ * tables in tables.c collect them. Each *_avx2.c / *_avx512.c / *_amx.c file is built
  * with its ISA's flags; nothing here is called unless the CPU has the ISA.
  * Semantics: the members of inf_kernels (backend/kernels.h) of the same name.
                                           */
@@ -59,5 +59,12 @@ void inf_avx512_add(float *y, const float *x, size_t n);
 void inf_avx512_f32_to_f16(uint16_t *dst, const float *src, size_t n);
 void inf_avx512_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
 int inf_avx512_argmax(const float *x, int n);
+
+/* ---- avx512+amx: avx512's table with the gemm on AMX tiles (Q8_0 and BF16;
+ * other types, and BF16 rows under 16 columns, run avx512's gemm). */
+void inf_amx_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
+void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                  void *pack);
+size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols);
 
 #endif /* INF_X86_KERNELS_H */

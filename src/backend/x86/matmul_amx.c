@@ -1,0 +1,406 @@
+/*
+ * matmul_amx.c — the prefill gemm on Intel AMX tiles (Sapphire Rapids and
+ * later): TDPBSSD int8 tiles for Q8_0 weights, TDPBF16PS bf16 tiles for
+ * BF16 weights. The rest of the "avx512+amx" table is avx512's.
+ *
+ * A tile product C[M][N] += A[M][K] · B[K][N] takes A as M rows of K
+ * elements and B in "VNNI" order: K/4 rows (int8) or K/2 rows (bf16) of N
+ * groups of 4 bytes, each group the consecutive K elements of one column.
+ * Here A is the activations (M = 16 tokens, rows straight from the
+ * prepared activation rows) and B the weights (N = 16 rows, packed per
+ * task into that order, as the avx512 gemm packs its panels), so a row of
+ * C holds one token's 16 outputs, contiguous in y.
+ *
+ * Q8_0: each block of 32 is one tile step (K = 32), so the tile holds the
+ * exact integer dot of every (token, row) pair for that block; AVX-512 then
+ * applies the scales as ref.c does, sum += (float)dot * (d_w * d_x), block
+ * by block. The result is bit-identical to ref.c and to the avx512 gemm.
+ * Two accumulator tiles alternate between blocks, so the tile unit works on
+ * block b + 2 while the vector units scale block b.
+ *
+ * BF16: the tile accumulates the whole row in f32 (K = 32 per step, 2 x 2
+ * tiles of 16 tokens x 16 rows per step); the products are exact and only
+ * the order of the f32 sums differs from ref.c's double sum. The tile unit
+ * treats bf16 subnormal inputs as zero and flushes subnormal sums.
+ *
+ * The tile state is configured at the start of every gemm call and
+ * released at its end (each pool thread runs whole calls), so nothing is
+ * kept between ops and a context switch between ops saves no tile data.
+ * F16 and F32 weights, BF16 rows narrower than 16 columns (the padded
+ * activation rows would not fit the op's scratch) and products of fewer
+ * tokens than the thresholds below run the avx512 gemm.
+ */
+#include "backend/x86/x86_kernels.h"
+#include "backend/x86/vec_avx512.h"
+
+#include "core/common.h"
+#include "core/dtype.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+enum {
+    QK = INF_Q8_0_BLOCK,
+    TILE = 16,                          /* tokens (M) and weight rows (N) of a tile */
+    Q8_GROUP_BLOCK = 8 * 64 + TILE * 4, /* packed Q8_0: [8 quads][16 rows][4] int8, then [16] f32 scales */
+    BF16_STEP = 32,                     /* bf16 columns per tile step (K) */
+};
+
+/* Tokens from which the tiles run; below, the avx512 gemm.
+ * Q8_0: where the tiles start to win (a Xeon with 2 MiB of L2, 64 x 1024
+ * weights, 1 thread: 16 tokens even, 24 slower, 32 faster, 128 1.4x). The
+ * two are bit-identical, so a row's result does not depend on the side of
+ * the threshold its batch falls.
+ * BF16: one whole tile. Tiles would win from the gemm's 8 tokens (2.2x at
+ * 8), but they sum each dot in one chain of f32 additions where avx512 sums
+ * 16 lanes, and on the 14-token golden prompt (tiny-a-bf16 p1) that moved
+ * one top-20 logit to 1.04x its llama.cpp budget (0.033 against 0.032;
+ * avx512 0.018). Prompts of 16 tokens and more (p2, p3) pass on tiles. */
+enum { Q8_MIN_TOKENS = 32, BF16_MIN_TOKENS = 16 };
+
+/* The AMX path handles this product; otherwise the avx512 gemm runs. */
+static bool amx_handles(inf_dtype type, int64_t cols, int n) {
+    return (type == INF_DTYPE_Q8_0 && n >= Q8_MIN_TOKENS) ||
+           (type == INF_DTYPE_BF16 && cols >= 16 && n >= BF16_MIN_TOKENS);
+}
+
+static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+/* ------------------------------------------------------------------ tile configuration */
+
+/* The LDTILECFG operand (palette 1): bytes per row and rows of each tile. */
+typedef struct tile_config {
+    uint8_t palette, start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+_Static_assert(sizeof(tile_config) == 64, "LDTILECFG reads 64 bytes");
+
+static void tile_set(tile_config *c, int tile, int rows, int colsb) {
+    c->rows[tile] = (uint8_t)rows;
+    c->colsb[tile] = (uint16_t)colsb;
+}
+
+/* ------------------------------------------------------------------ activations */
+
+/* Q8_0 activations of n tokens (nb blocks each):
+ *   q  [n][nb][32] int8, inf_quantize_row_q8_0's quants (A rows: token
+ *      stride nb * 32 bytes)
+ *   dx [nb][round16(n)] f32 block scales (its f16 value), tokens past n 0,
+ *      so a tile's 16 scales of a block are contiguous.
+ * BF16: [n][round32(cols)] bf16 rounded as ref.c, zero-padded to whole
+ * tile steps. Both fit in n * cols * 4 bytes (BF16 needs cols >= 16). */
+static size_t q8_scales_offset(int64_t nb, int n) { return (size_t)n * (size_t)nb * QK; }
+
+void inf_amx_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
+    if (!amx_handles(type, cols, n)) {
+        inf_avx512_gemm_prepare(type, x, cols, n, t0, t1, buf);
+        return;
+    }
+    if (type == INF_DTYPE_BF16) {
+        const int64_t width = round_up(cols, BF16_STEP);
+        for (int t = t0; t < t1; t++) {
+            uint16_t *row = (uint16_t *)buf + (size_t)t * (size_t)width;
+            inf_avx512_act_prepare(type, x + (size_t)t * (size_t)cols, cols, row);
+            for (int64_t i = cols; i < width; i++) row[i] = 0;
+        }
+        return;
+    }
+    const int64_t nb = cols / QK;
+    const int n_pad = (int)round_up(n, TILE);
+    int8_t *q = buf;
+    float *dx = (float *)((char *)buf + q8_scales_offset(nb, n));
+    for (int t = t0; t < t1; t++)
+        for (int64_t b = 0; b < nb; b++) {
+            inf_block_q8_0 blk;
+            inf_avx512_quantize_row_q8_0(x + (size_t)t * (size_t)cols + b * QK, &blk, QK);
+            memcpy(q + ((size_t)t * (size_t)nb + (size_t)b) * QK, blk.q, QK);
+            dx[(size_t)b * (size_t)n_pad + (size_t)t] = inf_f16_to_f32(blk.d);
+        }
+    if (t1 == n)
+        for (int t = n; t < n_pad; t++)
+            for (int64_t b = 0; b < nb; b++) dx[(size_t)b * (size_t)n_pad + (size_t)t] = 0.0f;
+}
+
+/* ------------------------------------------------------------------ packing weights */
+
+static __mmask16 tail_mask(int64_t n) { return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1); }
+
+/* Bytes of one packed group of 16 rows. */
+static size_t group_bytes(inf_dtype type, int64_t cols) {
+    if (type == INF_DTYPE_Q8_0) return (size_t)(cols / QK) * Q8_GROUP_BLOCK;
+    return (size_t)round_up(cols, BF16_STEP) / 2 * TILE * 4; /* [pairs][16 rows][2] bf16 */
+}
+
+/* Enough for either path (the token count is not known here). */
+size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols) {
+    const size_t other = inf_avx512_gemm_pack_bytes(type, cols);
+    if (!amx_handles(type, cols, INF_MAX(Q8_MIN_TOKENS, BF16_MIN_TOKENS))) return other;
+    return INF_MAX(other, (INF_X86_GEMM_ROWS / TILE) * group_bytes(type, cols));
+}
+
+/* Rows [r, r + nr), nr <= 16, into one group; missing rows are zeros. The
+ * 16 rows' 32-bit units (4 quants, or 2 bf16) are transposed 16 x 16 in
+ * registers, so each unit's 16 rows are stored as one B-tile row. */
+static void pack_group(const inf_weight *w, int64_t r, int nr, char *dst) {
+    const char *base = (const char *)w->data + (size_t)r * w->row_bytes;
+    __m512i v[16];
+    if (w->type == INF_DTYPE_Q8_0) {
+        const int64_t nb = w->cols / QK;
+        const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                _mm512_set1_epi32((int)w->row_bytes));
+        for (int64_t b = 0; b < nb; b += 2) { /* two blocks (16 quads) per pass */
+            const bool pair = b + 1 < nb;
+            for (int i = 0; i < TILE; i++) {
+                if (i >= nr) {
+                    v[i] = _mm512_setzero_si512();
+                    continue;
+                }
+                const inf_block_q8_0 *blk = (const inf_block_q8_0 *)(base + (size_t)i * w->row_bytes) + b;
+                const __m256i lo = _mm256_loadu_si256((const __m256i *)blk[0].q);
+                const __m256i hi = pair ? _mm256_loadu_si256((const __m256i *)blk[1].q) : _mm256_setzero_si256();
+                v[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+            }
+            transpose16_epi32_avx512(v);
+            for (int half = 0; half < 1 + pair; half++) {
+                char *pb = dst + (b + half) * Q8_GROUP_BLOCK;
+                for (int quad = 0; quad < 8; quad++) _mm512_storeu_si512(pb + quad * 64, v[half * 8 + quad]);
+                /* the 16 scales: 32 bits gathered at each row's block start, low half kept */
+                const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), tail_mask(nr), offs,
+                                                              base + (b + half) * (int64_t)sizeof(inf_block_q8_0), 1);
+                _mm512_storeu_ps(pb + 512, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
+            }
+        }
+        return;
+    }
+    /* BF16: 16 pairs (32 columns) per pass, whole tile steps, zeros past cols */
+    const int64_t steps = round_up(w->cols, BF16_STEP) / BF16_STEP;
+    for (int64_t s = 0; s < steps; s++) {
+        const int64_t left = w->cols - s * BF16_STEP;
+        const __mmask32 m = left >= 32 ? 0xffffffffu : (__mmask32)((1ull << left) - 1);
+        for (int i = 0; i < TILE; i++)
+            v[i] = i < nr ? _mm512_maskz_loadu_epi16(m, (const uint16_t *)(base + (size_t)i * w->row_bytes) + s * BF16_STEP)
+                          : _mm512_setzero_si512();
+        transpose16_epi32_avx512(v);
+        for (int c = 0; c < 16; c++) _mm512_storeu_si512(dst + (s * 16 + c) * 64, v[c]);
+    }
+}
+
+/* ------------------------------------------------------------------ Q8_0 */
+
+/* Tiles: accumulators C0, C1 (blocks alternate), activations A0, A1,
+ * weights B0, B1. (Macros: the tile intrinsics paste the number into the
+ * instruction text.) */
+#define Q8_C0 0
+#define Q8_C1 1
+#define Q8_A0 2
+#define Q8_A1 3
+#define Q8_B0 4
+#define Q8_B1 5
+
+static void q8_config(int nt) {
+    tile_config c = {.palette = 1};
+    tile_set(&c, Q8_C0, nt, 64);
+    tile_set(&c, Q8_C1, nt, 64);
+    tile_set(&c, Q8_A0, nt, QK);
+    tile_set(&c, Q8_A1, nt, QK);
+    tile_set(&c, Q8_B0, QK / 4, 64);
+    tile_set(&c, Q8_B1, QK / 4, 64);
+    _tile_loadconfig(&c);
+}
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* sum[t] += (float)C[t] * (d_w * d_x[t]) for 8 tokens of a tile, in ref.c's
+ * operations (rows of C past the tile's tokens are stale, and their d_x
+ * are 0: they only touch sums that are never stored). Two arrays of 8
+ * rather than one of 16: GCC keeps arrays of up to 8 vectors in registers. */
+INLINE void q8_scale_half(const int32_t *c, __m512 w, const float *dx, __m512 sum[8]) {
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < 8; t++) {
+        const __m512 s = _mm512_mul_ps(w, _mm512_set1_ps(dx[t]));
+        sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + t * TILE)), s));
+    }
+}
+
+/* One tile of nt <= 16 tokens (a points at the first token's quants, row
+ * stride a_stride) x 16 rows of one packed group, over all nb blocks;
+ * dx: the tile's scales of block 0 (block b at dx + b * dx_stride). */
+static void q8_tile(const char *group, const int8_t *a, size_t a_stride, const float *dx, size_t dx_stride,
+                    int64_t nb, int nt, float *y, size_t y_stride, __mmask16 rows) {
+    int32_t c[2][TILE * TILE] __attribute__((aligned(64)));
+    memset(c, 0, sizeof c); /* rows past nt are read (and discarded) but never stored by the tile */
+    __m512 lo[8], hi[8]; /* the sums of tokens 0-7 and 8-15 */
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < 8; t++) lo[t] = hi[t] = _mm512_setzero_ps();
+#define Q8_ISSUE(C, A, B, blk)                                                  \
+    do {                                                                        \
+        _tile_loadd(A, a + (blk) * QK, (long)a_stride);                         \
+        _tile_loadd(B, group + (blk) * Q8_GROUP_BLOCK, 64);                     \
+        _tile_zero(C);                                                          \
+        _tile_dpbssd(C, A, B);                                                  \
+    } while (0)
+#define Q8_SCALE(buf, blk)                                                                 \
+    do {                                                                                   \
+        const __m512 w = _mm512_loadu_ps(group + (blk) * Q8_GROUP_BLOCK + 512);            \
+        q8_scale_half(buf, w, dx + (blk) * dx_stride, lo);                                 \
+        q8_scale_half(buf + 8 * TILE, w, dx + (blk) * dx_stride + 8, hi);                  \
+    } while (0)
+    /* Step s issues block s on the tile unit, stores block s - 1 (issued a
+     * step earlier) and scales block s - 2 (stored a step earlier): the
+     * vector loads of a stored tile never wait for the store to commit,
+     * nor the store for its product. Block j lives in tile C(j % 2) and
+     * buffer c[j % 2]; steps go in pairs so that tile numbers are constants. */
+    for (int64_t s = 0; s < nb + 2; s += 2) {
+        if (s < nb) Q8_ISSUE(Q8_C0, Q8_A0, Q8_B0, s);
+        if (s >= 1 && s - 1 < nb) _tile_stored(Q8_C1, c[1], 64);
+        if (s >= 2) Q8_SCALE(c[0], s - 2);
+        if (s + 1 < nb) Q8_ISSUE(Q8_C1, Q8_A1, Q8_B1, s + 1);
+        if (s < nb) _tile_stored(Q8_C0, c[0], 64);
+        if (s >= 1 && s - 1 < nb) Q8_SCALE(c[1], s - 1);
+    }
+#undef Q8_SCALE
+#undef Q8_ISSUE
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < 8; t++) {
+        if (t < nt) _mm512_mask_storeu_ps(y + (size_t)t * y_stride, rows, lo[t]);
+        if (t + 8 < nt) _mm512_mask_storeu_ps(y + (size_t)(t + 8) * y_stride, rows, hi[t]);
+    }
+}
+
+static void q8_gemm(const inf_weight *w, const inf_act *act, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                    const char *pack) {
+    const int64_t nb = w->cols / QK;
+    const size_t gbytes = group_bytes(w->type, w->cols);
+    const int n = act->n, n_pad = (int)round_up(n, TILE);
+    const int8_t *q = act->data;
+    const float *dx = (const float *)((const char *)act->data + q8_scales_offset(nb, n));
+    const int n_groups = (int)((r1 - r0 + TILE - 1) / TILE);
+    int configured = 0;
+    for (int t0 = 0; t0 < n; t0 += TILE) {
+        const int nt = INF_MIN(TILE, n - t0);
+        if (nt != configured) q8_config(configured = nt);
+        for (int g = 0; g < n_groups; g++) {
+            const int64_t r = r0 + (int64_t)g * TILE;
+            q8_tile(pack + g * gbytes, q + (size_t)t0 * (size_t)nb * QK, (size_t)nb * QK, dx + t0, (size_t)n_pad, nb, nt,
+                    y + (size_t)t0 * y_stride + (size_t)r, y_stride, tail_mask(r1 - r));
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ BF16 */
+
+/* Tiles: C[token tile][row group] accumulators, activations A0, A1 (two
+ * token tiles), weights B0, B1 (two row groups). */
+#define BF_C00 0
+#define BF_C01 1
+#define BF_C10 2
+#define BF_C11 3
+#define BF_A0 4
+#define BF_A1 5
+#define BF_B0 6
+#define BF_B1 7
+
+/* nt0 tokens in the first tile, nt1 (0: none) in the second. */
+static void bf16_config(int nt0, int nt1) {
+    tile_config c = {.palette = 1};
+    tile_set(&c, BF_C00, nt0, 64);
+    tile_set(&c, BF_C01, nt0, 64);
+    tile_set(&c, BF_A0, nt0, 64);
+    if (nt1) {
+        tile_set(&c, BF_C10, nt1, 64);
+        tile_set(&c, BF_C11, nt1, 64);
+        tile_set(&c, BF_A1, nt1, 64);
+    }
+    tile_set(&c, BF_B0, TILE, 64);
+    tile_set(&c, BF_B1, TILE, 64);
+    _tile_loadconfig(&c);
+}
+
+/* Stores accumulator rows into y[t][r ..]: straight when the group is
+ * whole, else through a buffer, masked to the group's rows. */
+#define BF16_STORE(C, nt, yy, rows)                                                                  \
+    do {                                                                                             \
+        if ((rows) == 0xffff) {                                                                      \
+            _tile_stored(C, yy, (long)(y_stride * sizeof(float)));                                   \
+        } else {                                                                                     \
+            _tile_stored(C, buf, 64);                                                                \
+            for (int t = 0; t < (nt); t++)                                                           \
+                _mm512_mask_storeu_ps((yy) + (size_t)t * y_stride, rows, _mm512_loadu_ps(buf + t * TILE)); \
+        }                                                                                            \
+    } while (0)
+
+/* Token tiles at t0 (nt0 tokens) and t0 + 16 (nt1, 0: none) x the row
+ * groups g, g + 1 (rows masks m0, m1; m1 == 0: no second group). */
+static void bf16_block(const char *pack, size_t gbytes, const uint16_t *a, size_t a_stride, int64_t steps, int nt0,
+                       int nt1, int g, __mmask16 m0, __mmask16 m1, float *y, size_t y_stride) {
+    float buf[TILE * TILE] __attribute__((aligned(64)));
+    const char *b0 = pack + (size_t)g * gbytes, *b1 = b0 + gbytes;
+    const uint16_t *a1 = a + TILE * a_stride;
+    const long as = (long)(a_stride * 2);
+    _tile_zero(BF_C00);
+    _tile_zero(BF_C01);
+    if (nt1) {
+        _tile_zero(BF_C10);
+        _tile_zero(BF_C11);
+    }
+    for (int64_t s = 0; s < steps; s++) {
+        _tile_loadd(BF_A0, a + s * BF16_STEP, as);
+        _tile_loadd(BF_B0, b0 + s * 1024, 64);
+        _tile_loadd(BF_B1, b1 + s * 1024, 64); /* a missing second group is packed as zeros */
+        _tile_dpbf16ps(BF_C00, BF_A0, BF_B0);
+        _tile_dpbf16ps(BF_C01, BF_A0, BF_B1);
+        if (nt1) {
+            _tile_loadd(BF_A1, a1 + s * BF16_STEP, as);
+            _tile_dpbf16ps(BF_C10, BF_A1, BF_B0);
+            _tile_dpbf16ps(BF_C11, BF_A1, BF_B1);
+        }
+    }
+    float *y1 = y + (size_t)TILE * y_stride;
+    BF16_STORE(BF_C00, nt0, y, m0);
+    if (m1) BF16_STORE(BF_C01, nt0, y + TILE, m1);
+    if (nt1) {
+        BF16_STORE(BF_C10, nt1, y1, m0);
+        if (m1) BF16_STORE(BF_C11, nt1, y1 + TILE, m1);
+    }
+}
+#undef BF16_STORE
+
+static void bf16_gemm(const inf_weight *w, const inf_act *act, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                      const char *pack) {
+    const int64_t width = round_up(w->cols, BF16_STEP), steps = width / BF16_STEP;
+    const size_t gbytes = group_bytes(w->type, w->cols);
+    const int n = act->n;
+    const int n_groups = (int)((r1 - r0 + TILE - 1) / TILE);
+    int cfg0 = 0, cfg1 = -1;
+    for (int t0 = 0; t0 < n; t0 += 2 * TILE) {
+        const int nt0 = INF_MIN(TILE, n - t0), nt1 = INF_MAX(0, INF_MIN(TILE, n - t0 - TILE));
+        if (nt0 != cfg0 || nt1 != cfg1) bf16_config(cfg0 = nt0, cfg1 = nt1);
+        const uint16_t *a = (const uint16_t *)act->data + (size_t)t0 * (size_t)width;
+        for (int g = 0; g < n_groups; g += 2) {
+            const int64_t r = r0 + (int64_t)g * TILE;
+            const __mmask16 m0 = tail_mask(r1 - r), m1 = r + TILE < r1 ? tail_mask(r1 - r - TILE) : 0;
+            bf16_block(pack, gbytes, a, (size_t)width, steps, nt0, nt1, g, m0, m1, y + (size_t)t0 * y_stride + (size_t)r,
+                       y_stride);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ entry */
+
+void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride, void *pack) {
+    if (!amx_handles(w->type, w->cols, a->n)) {
+        inf_avx512_gemm(w, a, r0, r1, y, y_stride, pack);
+        return;
+    }
+    /* an even number of groups: bf16 multiplies groups in pairs (the pad group is zeros) */
+    const int n_groups = (int)((r1 - r0 + TILE - 1) / TILE);
+    const size_t gbytes = group_bytes(w->type, w->cols);
+    for (int g = 0; g < n_groups; g++)
+        pack_group(w, r0 + (int64_t)g * TILE, (int)INF_MIN(TILE, r1 - r0 - g * TILE), (char *)pack + g * gbytes);
+    if (w->type == INF_DTYPE_BF16 && n_groups % 2) memset((char *)pack + n_groups * gbytes, 0, gbytes);
+    if (w->type == INF_DTYPE_Q8_0) q8_gemm(w, a, r0, r1, y, y_stride, pack);
+    else bf16_gemm(w, a, r0, r1, y, y_stride, pack);
+    _tile_release();
+}
