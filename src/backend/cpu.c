@@ -85,8 +85,9 @@ static bool cpu_has_dotprod(void) {
  * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA; without it the first tile
  * instruction faults). The permission covers every thread of the process;
  * asking again is harmless, the answer is cached after the first call. */
+#if defined(__x86_64__)
 static bool cpu_has_amx(void) {
-#if defined(__x86_64__) && defined(__linux__)
+#if defined(__linux__)
     static _Atomic int cached = -1; /* racing first calls compute the same answer */
     const int known = atomic_load_explicit(&cached, memory_order_relaxed);
     if (known >= 0) return known;
@@ -101,6 +102,7 @@ static bool cpu_has_amx(void) {
     return false;
 #endif
 }
+#endif
 
 static const inf_kernels *isa_kernels(inf_isa isa) {
     switch (isa) {
