@@ -8,7 +8,7 @@
  * groups of 4 bytes, each group the consecutive K elements of one column.
  * Here A is the activations (M = 16 tokens, rows straight from the
  * prepared activation rows) and B the weights (N = 16 rows, packed per
- * task into that order, as the avx512 gemm packs its panels), so a row of
+ * task into that order by the avx512 gemm's packer, its tile variant), so a row of
  * C holds one token's 16 outputs, contiguous in y.
  *
  * Q8_0: each block of 32 is one tile step (K = 32), so the tile holds the
@@ -35,7 +35,6 @@
  * tokens than the thresholds below run the avx512 gemm.
  */
 #include "backend/x86/x86_kernels.h"
-#include "backend/x86/vec_avx512.h"
 
 #include "core/common.h"
 #include "core/dtype.h"
@@ -127,11 +126,11 @@ void inf_amx_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, i
             for (int64_t b = 0; b < nb; b++) dx[(size_t)b * (size_t)n_pad + (size_t)t] = 0.0f;
 }
 
-/* ------------------------------------------------------------------ packing weights */
+/* ------------------------------------------------------------------ packed weights */
 
 static __mmask16 tail_mask(int64_t n) { return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1); }
 
-/* Bytes of one packed group of 16 rows. */
+/* Bytes of one group of 16 rows as inf_avx512_pack_group packs it for tiles. */
 static size_t group_bytes(inf_dtype type, int64_t cols) {
     if (type == INF_DTYPE_Q8_0) return (size_t)(cols / QK) * Q8_GROUP_BLOCK;
     return (size_t)round_up(cols, BF16_STEP) / 2 * TILE * 4; /* [pairs][16 rows][2] bf16 */
@@ -142,53 +141,6 @@ size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols) {
     const size_t other = inf_avx512_gemm_pack_bytes(type, cols);
     if (!amx_handles(type, cols, INF_MAX(Q8_MIN_TOKENS, BF16_MIN_TOKENS))) return other;
     return INF_MAX(other, (INF_X86_GEMM_ROWS / TILE) * group_bytes(type, cols));
-}
-
-/* Rows [r, r + nr), nr <= 16, into one group; missing rows are zeros. The
- * 16 rows' 32-bit units (4 quants, or 2 bf16) are transposed 16 x 16 in
- * registers, so each unit's 16 rows are stored as one B-tile row. */
-static void pack_group(const inf_weight *w, int64_t r, int nr, char *dst) {
-    const char *base = (const char *)w->data + (size_t)r * w->row_bytes;
-    __m512i v[16];
-    if (w->type == INF_DTYPE_Q8_0) {
-        const int64_t nb = w->cols / QK;
-        const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                                _mm512_set1_epi32((int)w->row_bytes));
-        for (int64_t b = 0; b < nb; b += 2) { /* two blocks (16 quads) per pass */
-            const bool pair = b + 1 < nb;
-            for (int i = 0; i < TILE; i++) {
-                if (i >= nr) {
-                    v[i] = _mm512_setzero_si512();
-                    continue;
-                }
-                const inf_block_q8_0 *blk = (const inf_block_q8_0 *)(base + (size_t)i * w->row_bytes) + b;
-                const __m256i lo = _mm256_loadu_si256((const __m256i *)blk[0].q);
-                const __m256i hi = pair ? _mm256_loadu_si256((const __m256i *)blk[1].q) : _mm256_setzero_si256();
-                v[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-            }
-            transpose16_epi32_avx512(v);
-            for (int half = 0; half < 1 + pair; half++) {
-                char *pb = dst + (b + half) * Q8_GROUP_BLOCK;
-                for (int quad = 0; quad < 8; quad++) _mm512_storeu_si512(pb + quad * 64, v[half * 8 + quad]);
-                /* the 16 scales: 32 bits gathered at each row's block start, low half kept */
-                const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), tail_mask(nr), offs,
-                                                              base + (b + half) * (int64_t)sizeof(inf_block_q8_0), 1);
-                _mm512_storeu_ps(pb + 512, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
-            }
-        }
-        return;
-    }
-    /* BF16: 16 pairs (32 columns) per pass, whole tile steps, zeros past cols */
-    const int64_t steps = round_up(w->cols, BF16_STEP) / BF16_STEP;
-    for (int64_t s = 0; s < steps; s++) {
-        const int64_t left = w->cols - s * BF16_STEP;
-        const __mmask32 m = left >= 32 ? 0xffffffffu : (__mmask32)((1ull << left) - 1);
-        for (int i = 0; i < TILE; i++)
-            v[i] = i < nr ? _mm512_maskz_loadu_epi16(m, (const uint16_t *)(base + (size_t)i * w->row_bytes) + s * BF16_STEP)
-                          : _mm512_setzero_si512();
-        transpose16_epi32_avx512(v);
-        for (int c = 0; c < 16; c++) _mm512_storeu_si512(dst + (s * 16 + c) * 64, v[c]);
-    }
 }
 
 /* ------------------------------------------------------------------ Q8_0 */
@@ -405,7 +357,8 @@ void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1,
     const int n_groups = (int)((r1 - r0 + TILE - 1) / TILE);
     const size_t gbytes = group_bytes(w->type, w->cols);
     for (int g = 0; g < n_groups; g++)
-        pack_group(w, r0 + (int64_t)g * TILE, (int)INF_MIN(TILE, r1 - r0 - g * TILE), (char *)pack + g * gbytes);
+        inf_avx512_pack_group(w, r0 + (int64_t)g * TILE, (int)INF_MIN(TILE, r1 - r0 - g * TILE),
+                              (char *)pack + g * gbytes, true);
     if (w->type == INF_DTYPE_BF16 && n_groups % 2) memset((char *)pack + n_groups * gbytes, 0, gbytes);
     if (w->type == INF_DTYPE_Q8_0) q8_gemm(w, a, r0, r1, y, y_stride, pack);
     else bf16_gemm(w, a, r0, r1, y, y_stride, pack);

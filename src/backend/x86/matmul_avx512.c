@@ -25,7 +25,6 @@
  * order; F32/F16/BF16 sum exact products in f32 lanes.
  */
 #include "backend/x86/x86_kernels.h"
-#include "backend/x86/vec_avx512.h"
 
 #include "core/common.h"
 #include "core/dtype.h"
@@ -393,6 +392,32 @@ size_t inf_avx512_gemm_pack_bytes(inf_dtype type, int64_t cols) {
     return (INF_X86_GEMM_ROWS / GROUP) * round64(group_bytes(type, cols));
 }
 
+/* In place: v[c] becomes column c of the 16 x 16 int32 matrix v[row].
+ * Within 128-bit quarters: pairs (unpack 32), then quads (unpack 64), so
+ * quarter L of u[4i + j] holds column 4L + j of rows 4i..4i+3; quarter
+ * shuffles then gather each column's four quarters. */
+static void transpose16(__m512i v[16]) {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+        const __m512i w0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44), w1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xee);
+        const __m512i w2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44), w3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xee);
+        v[j] = _mm512_shuffle_i32x4(w0, w2, 0x88);
+        v[4 + j] = _mm512_shuffle_i32x4(w0, w2, 0xdd);
+        v[8 + j] = _mm512_shuffle_i32x4(w1, w3, 0x88);
+        v[12 + j] = _mm512_shuffle_i32x4(w1, w3, 0xdd);
+    }
+}
+
 /* 16 int32 of one token's row, from 32-bit column unit k (16 units: 32
  * columns of BF16 as pairs, 16 of F32/F16): rounded to the dot type. */
 static __m512i tile_units(inf_dtype type, const float *x, int64_t cols, int64_t k) {
@@ -441,7 +466,7 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
                     }
                     v[t] = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
                 }
-                transpose16_epi32_avx512(v);
+                transpose16(v);
                 for (int half = 0; half < 1 + pair; half++) {
                     char *pb = tile + (size_t)(b + half) * Q8_TOKEN_BLOCK * ts;
                     for (int quad = 0; quad < 8; quad++) _mm512_mask_storeu_epi32(pb + quad * 4 * ts, lanes, v[half * 8 + quad]);
@@ -455,7 +480,7 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
         for (int64_t k = 0; k < units; k += 16) {
             for (int t = 0; t < 16; t++)
                 v[t] = t < ts ? tile_units(type, x + (size_t)(tile0 + t) * (size_t)cols, cols, k) : _mm512_setzero_si512();
-            transpose16_epi32_avx512(v);
+            transpose16(v);
             for (int c = 0; c < 16 && k + c < units; c++)
                 _mm512_mask_storeu_epi32(tile + (size_t)(k + c) * 4 * ts, lanes, v[c]);
         }
@@ -465,8 +490,9 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
 /* ------------------------------------------------------------------ gemm: packing weights */
 
 /* Packs rows [r, r + nr), nr <= 16, into one group: 16 rows x 16 int32
- * (64 bytes) at a time, transposed in registers. */
-static void pack_group(const inf_weight *w, int64_t r, int nr, void *dst) {
+ * (64 bytes) at a time, transposed in registers. for_tiles gives the AMX
+ * gemm's variant (x86_kernels.h). */
+void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bool for_tiles) {
     const char *base = (const char *)w->data + (size_t)r * w->row_bytes;
     const int64_t cols = w->cols;
     __m512i v[16];
@@ -474,7 +500,7 @@ static void pack_group(const inf_weight *w, int64_t r, int nr, void *dst) {
     case INF_DTYPE_Q8_0: {
         /* two blocks per pass: the 8 quads of block b, then of block b + 1 */
         const int64_t nb = cols / QK;
-        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        const __m512i flip = for_tiles ? _mm512_setzero_si512() : _mm512_set1_epi8((char)0x80);
         const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                                 _mm512_set1_epi32((int)w->row_bytes));
         for (int64_t b = 0; b < nb; b += 2) {
@@ -489,7 +515,7 @@ static void pack_group(const inf_weight *w, int64_t r, int nr, void *dst) {
                 const __m256i hi = pair ? _mm256_loadu_si256((const __m256i *)blk[1].q) : _mm256_setzero_si256();
                 v[i] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), flip);
             }
-            transpose16_epi32_avx512(v);
+            transpose16(v);
             for (int half = 0; half < 1 + pair; half++) {
                 char *pb = (char *)dst + (b + half) * Q8_GROUP_BLOCK;
                 for (int quad = 0; quad < 8; quad++) _mm512_store_si512(pb + quad * 64, v[half * 8 + quad]);
@@ -502,15 +528,16 @@ static void pack_group(const inf_weight *w, int64_t r, int nr, void *dst) {
         break;
     }
     case INF_DTYPE_BF16: {
-        /* 16 pairs (32 columns) per pass; masked loads zero an odd last column's partner */
-        const int64_t np = pairs_of(cols);
+        /* 16 pairs (32 columns) per pass; masked loads zero an odd last
+         * column's partner (and, for tiles, the pairs up to a whole pass) */
+        const int64_t np = for_tiles ? (pairs_of(cols) + 15) / 16 * 16 : pairs_of(cols);
         for (int64_t k = 0; k < np; k += 16) {
             const int64_t left = cols - 2 * k;
             const __mmask32 m = left >= 32 ? 0xffffffffu : (__mmask32)((1ull << left) - 1);
             for (int i = 0; i < GROUP; i++)
                 v[i] = i < nr ? _mm512_maskz_loadu_epi16(m, (const uint16_t *)(base + (size_t)i * w->row_bytes) + 2 * k)
                               : _mm512_setzero_si512();
-            transpose16_epi32_avx512(v);
+            transpose16(v);
             for (int c = 0; c < 16 && k + c < np; c++) _mm512_store_si512((char *)dst + (k + c) * 64, v[c]);
         }
         break;
@@ -526,7 +553,7 @@ static void pack_group(const inf_weight *w, int64_t r, int nr, void *dst) {
                        : half  ? _mm512_castps_si512(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + k)))
                                : _mm512_castps_si512(_mm512_maskz_loadu_ps(m, (const float *)row + k));
             }
-            transpose16_epi32_avx512(v);
+            transpose16(v);
             for (int c = 0; c < 16 && k + c < cols; c++) _mm512_store_si512((char *)dst + (k + c) * 64, v[c]);
         }
         break;
@@ -633,7 +660,8 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
     const size_t gbytes = round64(group_bytes(w->type, w->cols)), tb = token_bytes(w->type, w->cols);
     const int n_groups = (int)((r1 - r0 + GROUP - 1) / GROUP);
     for (int g = 0; g < n_groups; g++)
-        pack_group(w, r0 + (int64_t)g * GROUP, (int)INF_MIN(GROUP, r1 - r0 - g * GROUP), (char *)pack + g * gbytes);
+        inf_avx512_pack_group(w, r0 + (int64_t)g * GROUP, (int)INF_MIN(GROUP, r1 - r0 - g * GROUP),
+                              (char *)pack + g * gbytes, false);
     for (int t0 = 0; t0 < a->n; t0 += GEMM_TOKENS) {
         const int nt = INF_MIN(GEMM_TOKENS, a->n - t0);
         const char *tile = (const char *)a->data + (size_t)t0 * tb;

@@ -1,7 +1,6 @@
 /*
  * vec_avx512.h — small AVX-512 helpers shared by the *_avx512.c kernels:
- * a vector expf, a transposing horizontal sum and a 16 x 16 int32
- * transpose. Include only from files
+ * a vector expf and a transposing horizontal sum. Include only from files
  * built with the AVX-512 flags.
  */
 #ifndef INF_VEC_AVX512_H
@@ -47,32 +46,6 @@ static inline __m512 hsum16_avx512(const __m512 v[16]) {
         c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
                              _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xdd));
     return _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88), _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
-}
-
-/* In place: v[c] becomes column c of the 16 x 16 int32 matrix v[row].
- * Within 128-bit quarters: pairs (unpack 32), then quads (unpack 64), so
- * quarter L of u[4i + j] holds column 4L + j of rows 4i..4i+3; quarter
- * shuffles then gather each column's four quarters. */
-static inline void transpose16_epi32_avx512(__m512i v[16]) {
-    __m512i t[16], u[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) {
-        u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int j = 0; j < 4; j++) {
-        const __m512i w0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44), w1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xee);
-        const __m512i w2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44), w3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xee);
-        v[j] = _mm512_shuffle_i32x4(w0, w2, 0x88);
-        v[4 + j] = _mm512_shuffle_i32x4(w0, w2, 0xdd);
-        v[8 + j] = _mm512_shuffle_i32x4(w1, w3, 0x88);
-        v[12 + j] = _mm512_shuffle_i32x4(w1, w3, 0xdd);
-    }
 }
 
 #endif /* INF_VEC_AVX512_H */

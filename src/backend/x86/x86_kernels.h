@@ -47,6 +47,14 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
 void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
                      size_t y_stride, void *pack);
 size_t inf_avx512_gemm_pack_bytes(inf_dtype type, int64_t cols);
+/* Weight rows [r, r + nr), nr <= 16, packed into one 64-aligned group of
+ * 16 (missing rows are zeros), the 32-bit units of the 16 rows side by side:
+ *   Q8_0: per block, [8 quads][16 rows][4] quants, then [16] f32 scales;
+ *   BF16: [pairs][16 rows][2] bf16 (an odd last column padded);
+ *   F16, F32: [cols][16 rows] f32.
+ * for_tiles (the AMX gemm's B tiles): Q8_0 quants stay signed (else w ^ 0x80
+ * for VPDPBUSD) and BF16 pairs are zero-padded to a multiple of 16. */
+void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bool for_tiles);
 size_t inf_avx512_attn_tmp_bytes(const inf_attn_shape *shape);
 void inf_avx512_attn_decode(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
                             const inf_kv_view *v, float *out, int kvh, void *tmp);
