@@ -169,9 +169,10 @@ typedef struct cpu_backend {
     int n_threads;
     thread_tmp *tmp; /* [n_threads] */
     /* RoPE table of the last call: cos/sin [n_tok][2][head_dim/2] */
-    float *rope_cs;
-    size_t rope_cap; /* floats */
-    int rope_pos0, rope_n_tok, rope_head_dim;
+    float *rope_cs;     /* [rope_n_tok][head_dim]: cos, sin of each token's angles */
+    int32_t *rope_pos;  /* [rope_n_tok] the positions it was computed for */
+    size_t rope_cap;    /* tokens */
+    int rope_n_tok, rope_head_dim;
     float rope_base;
 } cpu_backend;
 
@@ -277,12 +278,12 @@ static void ref_matmul_task(void *ctx, int task, int thread) {
         inf_weight part = *w;
         part.rows = r1 - r0;
         part.data = (const char *)w->data + (size_t)r0 * w->row_bytes;
-        j->c->ref->matmul(j->c->ref, &part, j->x, 1, j->y + r0, j->c->tmp[thread].p);
+        j->c->ref->matmul(j->c->ref, &part, j->x, 1, 0, j->y + r0, j->c->tmp[thread].p);
     } else {
         int64_t t0, t1;
         task_range(j->n, j->tasks, task, 1, &t0, &t1);
         if (t0 >= t1) return;
-        j->c->ref->matmul(j->c->ref, w, j->x + t0 * w->cols, (int)(t1 - t0), j->y + t0 * w->rows,
+        j->c->ref->matmul(j->c->ref, w, j->x + t0 * w->cols, (int)(t1 - t0), 0, j->y + t0 * w->rows,
                           (char *)j->scratch + (size_t)t0 * (size_t)w->cols * sizeof(float));
     }
 }
@@ -302,9 +303,21 @@ static void prepare_act(matmul_job *j) {
     run_tasks(j->c, j->tasks, act_task, j, (double)j->w->cols * j->n);
 }
 
-static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
-                       void *scratch) {
-    cpu_backend *c = cpu_of(self);
+/* Whether rows of weight type `type` come out bit-identical from the
+ * matvec and the gemm kernels (or there is only the reference), so that
+ * decode and prefill rows may share one kernel (ops.h, matmul). */
+static bool rows_kind_free(const cpu_backend *c, inf_dtype type) {
+    return !c->k || !c->k->matvec || (type == INF_DTYPE_Q8_0 && c->k->matvec_exact_q8_0);
+}
+
+/* Whether n rows, n_decode of them decode rows, run on the gemm. */
+static bool use_gemm(const cpu_backend *c, inf_dtype type, int n, int n_decode) {
+    if (!c->k->gemm || n < c->k->gemm_min_tokens) return false;
+    return n_decode == 0 || rows_kind_free(c, type);
+}
+
+static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int n, int n_decode, float *y,
+                        void *scratch) {
     matmul_job j = {.c = c, .w = w, .x = x, .n = n, .y = y, .scratch = scratch};
     const double work = (double)w->rows * (double)w->cols * n;
     const int64_t min_rows = INF_MAX(16, MATVEC_MIN_TASK_BYTES / (int64_t)w->row_bytes);
@@ -314,7 +327,7 @@ static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x,
             j.tasks = split_tasks(c, w->rows, min_rows, MATVEC_TASKS_PER_THREAD);
             if (j.tasks > 1 && !ensure_tmp(c, (size_t)w->cols * sizeof(float))) j.tasks = 1;
             if (j.tasks == 1) {
-                c->ref->matmul(c->ref, w, x, n, y, scratch);
+                c->ref->matmul(c->ref, w, x, n, n_decode, y, scratch);
                 return;
             }
         } else {
@@ -324,7 +337,7 @@ static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x,
         return;
     }
 
-    j.gemm = c->k->gemm && n >= c->k->gemm_min_tokens && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols));
+    j.gemm = use_gemm(c, w->type, n, n_decode) && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols));
     prepare_act(&j);
 
     if (j.gemm) {
@@ -334,6 +347,21 @@ static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x,
     }
     j.tasks = split_tasks(c, w->rows, min_rows, MATVEC_TASKS_PER_THREAD);
     run_tasks(c, j.tasks, matvec_task, &j, work);
+}
+
+/* Decode rows and prefill rows of a type whose kernels differ run as two
+ * products: the decode rows on the matvec, the prefill rows on the kernel
+ * their own count picks. */
+static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode, float *y,
+                       void *scratch) {
+    cpu_backend *c = cpu_of(self);
+    if (n_decode > 0 && n_decode < n && !rows_kind_free(c, w->type)) {
+        matmul_rows(c, w, x, n_decode, n_decode, y, scratch);
+        matmul_rows(c, w, x + (size_t)n_decode * (size_t)w->cols, n - n_decode, 0, y + (size_t)n_decode * (size_t)w->rows,
+                    scratch);
+        return;
+    }
+    matmul_rows(c, w, x, n, n_decode, y, scratch);
 }
 
 /* Weights of one group (ops.h matmul_group) multiplied in one dispatch. */
@@ -367,13 +395,13 @@ static void matvec_group_task(void *ctx, int task, int thread) {
  * are prepared once and all rows split among the threads in one dispatch
  * (one barrier instead of one per weight). Anything else: matmul each. */
 static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
-                             float *const *y, void *scratch) {
+                             int n_decode, float *const *y, void *scratch) {
     cpu_backend *c = cpu_of(self);
-    bool shared = c->k && c->k->matvec && count <= MATMUL_GROUP_MAX &&
-                  !(c->k->gemm && n >= c->k->gemm_min_tokens);
+    bool shared = c->k && c->k->matvec && count <= MATMUL_GROUP_MAX && !use_gemm(c, w[0]->type, n, n_decode) &&
+                  (n_decode == 0 || n_decode == n || rows_kind_free(c, w[0]->type));
     for (int i = 1; i < count && shared; i++) shared = w[i]->type == w[0]->type && w[i]->cols == w[0]->cols;
     if (!shared) {
-        for (int i = 0; i < count; i++) cpu_matmul(self, w[i], x, n, y[i], scratch);
+        for (int i = 0; i < count; i++) cpu_matmul(self, w[i], x, n, n_decode, y[i], scratch);
         return;
     }
     matmul_job prep = {.c = c, .w = w[0], .x = x, .n = n, .scratch = scratch};
@@ -444,7 +472,8 @@ static void cpu_hadamard(const inf_ops *self, float *x, int n_rows, int n) {
 typedef struct rope_job {
     cpu_backend *c;
     float *x;
-    int n_tok, n_heads, head_dim, pos0;
+    int n_tok, n_heads, head_dim;
+    const int32_t *pos; /* [n_tok] */
     float base;
     int tasks;
 } rope_job;
@@ -458,7 +487,7 @@ static void rope_task(void *ctx, int task, int thread) {
     if (!j->c->k || !j->c->k->rope_rows || !j->c->rope_cs) {
         if (t0 < t1)
             j->c->ref->rope_neox(j->c->ref, j->x + t0 * tok_elems, (int)(t1 - t0), j->n_heads, j->head_dim,
-                                 j->pos0 + (int)t0, j->base);
+                                 j->pos + t0, j->base);
         return;
     }
     for (int64_t t = t0; t < t1; t++)
@@ -470,42 +499,49 @@ static void rope_task(void *ctx, int task, int thread) {
  * starts at (float)pos and is multiplied by base^(-2/head_dim) per pair.
  * Kept until the positions or geometry change (the next layer reuses it).
  * False when the table cannot be allocated. */
-static bool rope_table(cpu_backend *c, int n_tok, int head_dim, int pos0, float base) {
-    if (c->rope_cs && c->rope_pos0 == pos0 && c->rope_n_tok == n_tok && c->rope_head_dim == head_dim &&
-        c->rope_base == base)
+static bool rope_table(cpu_backend *c, int n_tok, int head_dim, const int32_t *pos, float base) {
+    if (c->rope_cs && c->rope_n_tok == n_tok && c->rope_head_dim == head_dim && c->rope_base == base &&
+        memcmp(c->rope_pos, pos, (size_t)n_tok * sizeof *pos) == 0)
         return true;
-    const size_t need = (size_t)n_tok * (size_t)head_dim;
-    if (need > c->rope_cap) {
+    if ((size_t)n_tok > c->rope_cap || head_dim != c->rope_head_dim) {
         inf_free_aligned(c->rope_cs);
-        c->rope_cs = inf_alloc_aligned(need * sizeof(float));
-        c->rope_cap = c->rope_cs ? need : 0;
-        if (!c->rope_cs) return false;
+        free(c->rope_pos);
+        c->rope_cs = inf_alloc_aligned((size_t)n_tok * (size_t)head_dim * sizeof(float));
+        c->rope_pos = malloc((size_t)n_tok * sizeof *pos);
+        c->rope_cap = c->rope_cs && c->rope_pos ? (size_t)n_tok : 0;
+        if (!c->rope_cap) {
+            inf_free_aligned(c->rope_cs);
+            free(c->rope_pos);
+            c->rope_cs = NULL;
+            c->rope_pos = NULL;
+            return false;
+        }
     }
     const int half = head_dim / 2;
     const float theta_scale = powf(base, -2.0f / (float)head_dim);
     for (int t = 0; t < n_tok; t++) {
         float *cs = c->rope_cs + (size_t)t * (size_t)head_dim; /* [cos half][sin half] */
-        float theta = (float)(pos0 + t);
+        float theta = (float)pos[t];
         for (int i = 0; i < half; i++) {
             cs[i] = cosf(theta);
             cs[half + i] = sinf(theta);
             theta *= theta_scale;
         }
     }
-    c->rope_pos0 = pos0;
+    memcpy(c->rope_pos, pos, (size_t)n_tok * sizeof *pos);
     c->rope_n_tok = n_tok;
     c->rope_head_dim = head_dim;
     c->rope_base = base;
     return true;
 }
 
-static void cpu_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim, int pos0,
-                          float freq_base) {
+static void cpu_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim,
+                          const int32_t *pos, float freq_base) {
     cpu_backend *c = cpu_of(self);
-    rope_job j = {.c = c, .x = x, .n_tok = n_tok, .n_heads = n_heads, .head_dim = head_dim, .pos0 = pos0,
+    rope_job j = {.c = c, .x = x, .n_tok = n_tok, .n_heads = n_heads, .head_dim = head_dim, .pos = pos,
                   .base = freq_base};
-    if (c->k && c->k->rope_rows && !rope_table(c, n_tok, head_dim, pos0, freq_base)) {
-        c->ref->rope_neox(c->ref, x, n_tok, n_heads, head_dim, pos0, freq_base);
+    if (c->k && c->k->rope_rows && !rope_table(c, n_tok, head_dim, pos, freq_base)) {
+        c->ref->rope_neox(c->ref, x, n_tok, n_heads, head_dim, pos, freq_base);
         return;
     }
     j.tasks = INF_MIN(n_tok, split_tasks(c, (int64_t)n_tok * n_heads * head_dim, ELEMS_PER_TASK, 2));
@@ -577,8 +613,7 @@ static void kv_store_task(void *ctx, int task, int thread) {
     const inf_kv_view *cache = j->cache[i];
     for (int t = 0; t < j->n_tok; t++) {
         const float *s = j->src[i] + ((size_t)t * j->n_head_kv + h) * (size_t)j->head_dim;
-        const size_t at = (size_t)(j->pos0 + t) * cache->pos_stride + (size_t)h * cache->head_stride;
-        void *row = (char *)cache->data + inf_kv_type_bytes(cache->type, at);
+        void *row = (char *)cache->data + inf_kv_type_bytes(cache->type, inf_kv_elem(cache, j->pos0 + t, h));
         switch (cache->type) {
         case INF_KV_F32: memcpy(row, s, (size_t)j->head_dim * sizeof(float)); break;
         case INF_KV_F16: j->c->k->f32_to_f16(row, s, (size_t)j->head_dim); break;
@@ -623,9 +658,12 @@ static inf_kv_view kv_head_view(const inf_kv_view *c, int kvh) {
     return v;
 }
 
-/* Whether the ISA's attention kernels read these caches: both of one type. */
-static bool kernels_read_kv(const cpu_backend *c, const inf_kv_view *k, const inf_kv_view *v) {
-    return c->k && k->type == v->type;
+/* Whether the ISA's attention kernels read these caches: both of one type,
+ * and the n_keys positions they attend to in the first block of the table
+ * (the kernels do not follow block tables yet; the reference does). */
+static bool kernels_read_kv(const cpu_backend *c, const inf_kv_view *k, const inf_kv_view *v, int n_keys) {
+    return c->k && k->type == v->type && n_keys <= k->block_size && n_keys <= v->block_size &&
+           k->blocks[0] == 0 && v->blocks[0] == 0;
 }
 
 static void decode_task(void *ctx, int task, int thread) {
@@ -647,7 +685,7 @@ static void decode_task(void *ctx, int task, int thread) {
 static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const float *q,
                             const inf_kv_view *k, const inf_kv_view *v, float *out) {
     cpu_backend *c = cpu_of(self);
-    const bool fast = kernels_read_kv(c, k, v) && c->k->attn_decode;
+    const bool fast = kernels_read_kv(c, k, v, sh->pos0 + 1) && c->k->attn_decode;
     attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out, .tasks = sh->n_head_kv, .use_ref = !fast};
     if (sh->n_tok != 1 || (fast && !ensure_tmp(c, c->k->attn_tmp_bytes(sh)))) {
         c->ref->attn_decode(c->ref, sh, q, k, v, out);
@@ -678,7 +716,7 @@ static void cpu_attn_prefill(const inf_ops *self, const inf_attn_shape *sh, cons
                              const inf_kv_view *k, const inf_kv_view *v, float *out) {
     cpu_backend *c = cpu_of(self);
     attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out};
-    if (kernels_read_kv(c, k, v) && c->k->attn_prefill && ensure_tmp(c, c->k->attn_tmp_bytes(sh))) {
+    if (kernels_read_kv(c, k, v, sh->pos0 + sh->n_tok) && c->k->attn_prefill && ensure_tmp(c, c->k->attn_tmp_bytes(sh))) {
         j.block = c->k->attn_block;
         j.n_blocks = (sh->n_tok + j.block - 1) / j.block;
         j.tasks = j.n_blocks * sh->n_head_kv;
@@ -691,12 +729,6 @@ static void cpu_attn_prefill(const inf_ops *self, const inf_attn_shape *sh, cons
     /* query t sees pos0 + t + 1 keys */
     const double pairs = (double)sh->n_tok * (sh->pos0 + (sh->n_tok + 1) / 2.0);
     run_tasks(c, j.tasks, prefill_task, &j, pairs * sh->n_head * sh->head_dim);
-}
-
-static int cpu_argmax(const inf_ops *self, const float *x, int n) {
-    const cpu_backend *c = cpu_of(self);
-    if (c->k && c->k->argmax) return c->k->argmax(x, n);
-    return c->ref->argmax(c->ref, x, n);
 }
 
 /* ------------------------------------------------------------------ lifetime */
@@ -731,7 +763,6 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
         .kv_store = cpu_kv_store,
         .attn_decode = cpu_attn_decode,
         .attn_prefill = cpu_attn_prefill,
-        .argmax = cpu_argmax,
     };
     *out = &c->ops;
     return INF_OK;
@@ -745,5 +776,6 @@ void inf_ops_cpu_free(inf_ops *ops) {
         for (int i = 0; i < c->n_threads; i++) inf_free_aligned(c->tmp[i].p);
     free(c->tmp);
     inf_free_aligned(c->rope_cs);
+    free(c->rope_pos);
     free(c);
 }

@@ -35,7 +35,7 @@
  *     the scores are ref's bit for bit and the same budget holds.
  *   - rmsnorm: the same exact double squares summed in another order
  *     (4 * 2^-24 relative, usually identical); swiglu: vector exp
- *     (12 * 2^-24 relative); rope, hadamard, add, kv_store, argmax:
+ *     (12 * 2^-24 relative); rope, hadamard, add, kv_store:
  *     bit-identical.
  */
 #ifndef INF_BACKEND_KERNELS_H
@@ -75,6 +75,10 @@ typedef struct inf_kernels {
     size_t (*gemm_pack_bytes)(inf_dtype type, int64_t cols);
     int gemm_rows;       /* weight rows per gemm task, a multiple of 16 */
     int gemm_min_tokens; /* tokens from which gemm beats matvec */
+    /* The Q8_0 matvec's rows are bit-identical to the gemm's (and ref.c's):
+     * an exact integer dot per block, block sums added in order. Then decode
+     * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul). */
+    bool matvec_exact_q8_0;
 
     /* ---- attention, one KV head (all the query heads of its group) per task */
     /* Bytes of per-thread scratch the attention kernels need. */
@@ -99,7 +103,6 @@ typedef struct inf_kernels {
     void (*f32_to_f16)(uint16_t *dst, const float *src, size_t n);
     /* inf_quantize_row_q8_0, bit for bit (n a multiple of 32); NULL: that one runs */
     void (*quantize_row_q8_0)(const float *x, inf_block_q8_0 *y, int64_t n);
-    int (*argmax)(const float *x, int n);
 } inf_kernels;
 
 /* The activation row layout of the AVX2 and NEON matvecs, prepared

@@ -42,12 +42,18 @@ typedef struct inf_weight {
     const void *data;  /* rows * row_bytes */
 } inf_weight;
 
-/* One layer's K or V cache as the attention ops read it: the head_dim
- * elements of (position p, KV head h) start at element
- * p * pos_stride + h * head_stride of data. The model keeps each head's
- * rows together ([n_head_kv][n_ctx][head_dim]: pos_stride = head_dim,
- * head_stride = n_ctx * head_dim), so decode attention streams one
- * contiguous block per head; tests also use [n_ctx][n_head_kv][head_dim].
+/* One layer's K or V cache of one sequence as the attention ops read it:
+ * paged. Positions come in blocks of block_size; the sequence's block table
+ * maps its i-th block to block blocks[i] of data, and the head_dim elements
+ * of (position p, KV head h) start at element
+ *   blocks[p / block_size] * block_stride + (p % block_size) * pos_stride
+ *   + h * head_stride
+ * of data (inf_kv_elem). The engine's pool keeps each head's rows of a block
+ * together ([block][n_head_kv][block_size][head_dim]: pos_stride = head_dim,
+ * head_stride = block_size * head_dim), so decode attention streams one
+ * contiguous run per head and block. A contiguous cache is one block as long
+ * as the context (blocks = {0}); tests also use [pos][n_head_kv][head_dim]
+ * layouts and shuffled tables.
  *
  * Strides count elements for every type. A Q8_0 cache (INF_KV_Q8_0) needs
  * head_dim a multiple of 32: each row is head_dim/32 inf_block_q8_0 blocks,
@@ -70,9 +76,24 @@ typedef struct inf_weight {
 typedef struct inf_kv_view {
     void *data;
     inf_kv_type type;
-    size_t pos_stride;  /* elements between consecutive positions of a head */
-    size_t head_stride; /* elements between consecutive KV heads at a position */
+    size_t pos_stride;     /* elements between consecutive positions of a head in a block */
+    size_t head_stride;    /* elements between consecutive KV heads at a position */
+    size_t block_stride;   /* elements between consecutive blocks of data */
+    int block_size;        /* positions per block, >= 1 */
+    const int32_t *blocks; /* block table: position p lies in block blocks[p / block_size] */
 } inf_kv_view;
+
+/* A contiguous cache as one block: block_size INF_KV_CONTIGUOUS with the
+ * block table inf_kv_single_block ({0}). */
+enum { INF_KV_CONTIGUOUS = 1 << 30 };
+extern const int32_t inf_kv_single_block[1];
+
+/* Element offset of the row of (position p, KV head h) in a view. */
+static inline size_t inf_kv_elem(const inf_kv_view *c, int p, int h) {
+    const int b = p / c->block_size;
+    return (size_t)c->blocks[b] * c->block_stride + (size_t)(p - b * c->block_size) * c->pos_stride +
+           (size_t)h * c->head_stride;
+}
 
 /* The largest head_dim the attention ops accept (the loader's bound). */
 enum { INF_MAX_HEAD_DIM = 1024 };
@@ -94,15 +115,25 @@ struct inf_ops {
     const char *name; /* "ref", "avx2", "avx512", "avx512+amx", "neon", "trace(...)" */
 
     /* y[n][w->rows] = x[n][w->cols] · W^T. scratch holds the rounded
-     * activations: at least n * w->cols * sizeof(float) bytes, 64-aligned. */
-    void (*matmul)(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
+     * activations: at least n * w->cols * sizeof(float) bytes, 64-aligned.
+     *
+     * Batch invariance: the first n_decode rows are decode rows, the others
+     * prefill rows. A decode row's result is the same float whatever n and
+     * n_decode are (the decode kernel, and its summation order, do not
+     * depend on how many rows share the call). A prefill row's result
+     * depends only on the count of prefill rows in the call, n - n_decode
+     * (a backend picks its prefill kernel by that count). Where a weight
+     * type's decode and prefill kernels give bit-identical rows (Q8_0: an
+     * exact integer dot per block, block sums in order), all rows may run
+     * through one kernel. */
+    void (*matmul)(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode, float *y,
                    void *scratch);
 
     /* matmul of the same x with `count` weights (Q, K and V; gate and up):
      * y[i][n][w[i]->rows] = x · w[i]^T, each exactly as matmul computes it;
      * a backend may prepare x once and split all the rows in one dispatch. */
     void (*matmul_group)(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
-                         float *const *y, void *scratch);
+                         int n_decode, float *const *y, void *scratch);
 
     /* y[r] = x[r] * w / sqrt(mean(x[r]^2) + eps) for each of n_rows rows of
      * length dim; y may alias x. Used for the block norms (dim = n_embd)
@@ -111,9 +142,10 @@ struct inf_ops {
                     int dim, float eps);
 
     /* NeoX RoPE in place on x[n_tok][n_heads][head_dim]: dims i and
-     * i + head_dim/2 rotate by pos * base^(-2i/head_dim), pos = pos0 + token. */
+     * i + head_dim/2 of token t rotate by pos[t] * base^(-2i/head_dim)
+     * (tokens of several sequences may share a call). */
     void (*rope_neox)(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim,
-                      int pos0, float freq_base);
+                      const int32_t *pos, float freq_base);
 
     /* In place on each row of x[n_rows][n], n a power of two: x = H_n · x,
      * H_n the normalized Sylvester-Hadamard matrix, H_n[i][j] =
@@ -146,13 +178,13 @@ struct inf_ops {
                         const inf_kv_view *k, const inf_kv_view *v, float *out);
 
     /* Prefill attention (flash): keys/values in tiles of 64, running max,
-     * sum and output per query row; the causal mask is a loop bound.
+     * sum and output per query row; the causal mask is a loop bound. A query
+     * row's result depends only on its position and the cache, never on how
+     * the rows of a sequence are split into calls (pos0, n_tok): chunked
+     * prefill gives the same floats as one call.
      * q[n_tok][n_head][head_dim] -> out[n_tok][n_head][head_dim]. */
     void (*attn_prefill)(const inf_ops *self, const inf_attn_shape *shape, const float *q,
                          const inf_kv_view *k, const inf_kv_view *v, float *out);
-
-    /* Index of the largest value; ties go to the lowest index. */
-    int (*argmax)(const inf_ops *self, const float *x, int n);
 };
 
 /* The scalar reference table (always compiled). */

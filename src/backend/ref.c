@@ -83,9 +83,10 @@ static float dot_q8_0(const inf_block_q8_0 *w, const inf_block_q8_0 *x, int64_t 
 /* y[n][rows] = x[n][cols] · W^T. The activations are first rounded into
  * scratch ([n][cols] in the dot type, at most n*cols*4 bytes); then each
  * weight row is read once and dotted with all n activation rows. */
-static void ref_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
+static void ref_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode, float *y,
                        void *scratch) {
     (void)self;
+    (void)n_decode; /* every row is computed on its own, decode or prefill */
     const int64_t rows = w->rows, cols = w->cols;
     const char *wdata = w->data;
 
@@ -143,14 +144,14 @@ static void ref_rmsnorm(const inf_ops *self, float *y, const float *x, const flo
     }
 }
 
-static void ref_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim, int pos0,
-                          float freq_base) {
+static void ref_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim,
+                          const int32_t *pos, float freq_base) {
     (void)self;
     const int half = head_dim / 2;
     const float theta_scale = powf(freq_base, -2.0f / (float)head_dim);
     for (int t = 0; t < n_tok; t++) {
         float *xt = x + (size_t)t * n_heads * head_dim; /* [n_heads][head_dim] */
-        float theta = (float)(pos0 + t);                /* pos * theta_scale^i, built up in f32 */
+        float theta = (float)pos[t];                    /* pos * theta_scale^i, built up in f32 */
         for (int i = 0; i < half; i++) {
             const float c = cosf(theta), s = sinf(theta);
             for (int h = 0; h < n_heads; h++) {
@@ -202,10 +203,11 @@ static void ref_embed(const inf_ops *self, const inf_weight *emb, const int32_t 
     }
 }
 
+const int32_t inf_kv_single_block[1] = {0};
+
 /* The cached row of (pos, KV head): head_dim elements of the cache's type. */
 static void *kv_row(const inf_kv_view *c, int pos, int kv_head) {
-    const size_t elem = (size_t)pos * c->pos_stride + (size_t)kv_head * c->head_stride;
-    return (char *)c->data + inf_kv_type_bytes(c->type, elem);
+    return (char *)c->data + inf_kv_type_bytes(c->type, inf_kv_elem(c, pos, kv_head));
 }
 
 /* Writes src[n_tok][n_head_kv][head_dim] at positions pos0.. of one cache. */
@@ -415,17 +417,9 @@ inf_status inf_attn_materialized(const inf_attn_shape *sh, const float *q, const
     return INF_OK;
 }
 
-static int ref_argmax(const inf_ops *self, const float *x, int n) {
-    (void)self;
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 static void ref_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
-                             float *const *y, void *scratch) {
-    for (int i = 0; i < count; i++) ref_matmul(self, w[i], x, n, y[i], scratch);
+                             int n_decode, float *const *y, void *scratch) {
+    for (int i = 0; i < count; i++) ref_matmul(self, w[i], x, n, n_decode, y[i], scratch);
 }
 
 static const inf_ops ref_table = {
@@ -441,7 +435,6 @@ static const inf_ops ref_table = {
     .kv_store = ref_kv_store,
     .attn_decode = ref_attn_decode,
     .attn_prefill = ref_attn_prefill,
-    .argmax = ref_argmax,
 };
 
 const inf_ops *inf_ops_ref(void) { return &ref_table; }

@@ -35,14 +35,13 @@ enum trace_op {
     TRACE_KV_STORE,
     TRACE_ATTN_DECODE,
     TRACE_ATTN_PREFILL,
-    TRACE_ARGMAX,
     TRACE_N_OPS
 };
 
 /* Names as the fields of inf_ops. */
 static const char *const trace_op_names[TRACE_N_OPS] = {
     "matmul", "rmsnorm", "rope_neox", "hadamard", "swiglu", "add", "embed",
-    "kv_store", "attn_decode", "attn_prefill", "argmax",
+    "kv_store", "attn_decode", "attn_prefill",
 };
 
 typedef struct trace_counter {
@@ -77,11 +76,11 @@ static void record(const inf_ops *self, enum trace_op op, uint64_t t0_ns, uint64
 
 /* ------------------------------------------------------------------ forwarding ops */
 
-static void trace_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, float *y,
-                         void *scratch) {
+static void trace_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode,
+                         float *y, void *scratch) {
     const inf_ops *in = trace_of(self)->inner;
     const uint64_t t0 = now_ns();
-    in->matmul(in, w, x, n, y, scratch);
+    in->matmul(in, w, x, n, n_decode, y, scratch);
     const uint64_t rows = (uint64_t)w->rows, cols = (uint64_t)w->cols;
     record(self, TRACE_MATMUL, t0, rows * w->row_bytes + 4 * (uint64_t)n * (cols + rows),
            2 * (uint64_t)n * rows * cols);
@@ -89,10 +88,10 @@ static void trace_matmul(const inf_ops *self, const inf_weight *w, const float *
 
 /* Recorded as one matmul call with the group's traffic and flops. */
 static void trace_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
-                               float *const *y, void *scratch) {
+                               int n_decode, float *const *y, void *scratch) {
     const inf_ops *in = trace_of(self)->inner;
     const uint64_t t0 = now_ns();
-    in->matmul_group(in, w, count, x, n, y, scratch);
+    in->matmul_group(in, w, count, x, n, n_decode, y, scratch);
     uint64_t bytes = 4 * (uint64_t)n * (uint64_t)w[0]->cols, flops = 0;
     for (int i = 0; i < count; i++) {
         const uint64_t rows = (uint64_t)w[i]->rows;
@@ -110,11 +109,11 @@ static void trace_rmsnorm(const inf_ops *self, float *y, const float *x, const f
     record(self, TRACE_RMSNORM, t0, 4 * (2 * (uint64_t)n_rows + 1) * (uint64_t)dim, 0);
 }
 
-static void trace_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim, int pos0,
-                            float freq_base) {
+static void trace_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim,
+                            const int32_t *pos, float freq_base) {
     const inf_ops *in = trace_of(self)->inner;
     const uint64_t t0 = now_ns();
-    in->rope_neox(in, x, n_tok, n_heads, head_dim, pos0, freq_base);
+    in->rope_neox(in, x, n_tok, n_heads, head_dim, pos, freq_base);
     record(self, TRACE_ROPE_NEOX, t0, 8 * (uint64_t)n_tok * (uint64_t)n_heads * (uint64_t)head_dim, 0);
 }
 
@@ -190,14 +189,6 @@ static void trace_attn_prefill(const inf_ops *self, const inf_attn_shape *shape,
     record(self, TRACE_ATTN_PREFILL, t0, bytes, flops);
 }
 
-static int trace_argmax(const inf_ops *self, const float *x, int n) {
-    const inf_ops *in = trace_of(self)->inner;
-    const uint64_t t0 = now_ns();
-    const int best = in->argmax(in, x, n);
-    record(self, TRACE_ARGMAX, t0, 4 * (uint64_t)n, 0);
-    return best;
-}
-
 /* ------------------------------------------------------------------ public */
 
 /* The wrapper behind a table, or NULL when the table is not a trace table
@@ -224,7 +215,6 @@ inf_ops *inf_ops_trace_new(const inf_ops *inner) {
         .kv_store = trace_kv_store,
         .attn_decode = trace_attn_decode,
         .attn_prefill = trace_attn_prefill,
-        .argmax = trace_argmax,
     };
     for (int i = 0; i < TRACE_N_OPS; i++) {
         trace_counter *c = &tr->counters[i];

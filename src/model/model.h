@@ -1,7 +1,8 @@
 /*
  * model.h — the loaded Qwen3 model (weights bound to GGUF tensors,
- * validated hyperparameters) and the session (one sequence with its
- * contiguous KV cache and scratch buffers). Internal to src/model/.
+ * validated hyperparameters), the forward pass over a batch of sequences
+ * with paged KV caches (qwen3.c), and the session (one sequence with a
+ * contiguous cache, session.c). Internal to the library.
  */
 #ifndef INF_MODEL_H
 #define INF_MODEL_H
@@ -65,14 +66,33 @@ struct inf_model {
 /* Most tokens one forward pass takes; longer evaluations are split. */
 enum { QWEN3_UBATCH = 512 };
 
-struct inf_session {
-    inf_model *model;
-    int n_ctx;
-    int n_past;
-    size_t kv_layer_elems;  /* n_ctx * kv_dim */
-    void *k_cache;          /* [n_layer][n_head_kv][n_ctx][head_dim] of kv type */
-    void *v_cache;          /* [n_layer][n_head_kv][n_ctx][head_dim] */
-    /* activations for up to n_cap <= QWEN3_UBATCH tokens (grown by prefill, never by decode) */
+/* A KV store: one pool of blocks, each holding block_size positions of every
+ * layer's K and V. Layout of k and v (elements of kv_type; ops.h,
+ * inf_kv_view): [n_layer][n_blocks][n_head_kv][block_size][head_dim]. */
+typedef struct qwen3_kv {
+    void *k, *v;
+    int block_size;
+    int n_blocks;
+} qwen3_kv;
+
+/* The layer-`layer` K (or V) view of a sequence with block table `blocks`. */
+inf_kv_view qwen3_kv_view(const inf_model *m, const qwen3_kv *kv, void *base, int layer, const int32_t *blocks);
+/* Bytes of k (or v) for a pool of n_blocks blocks of block_size positions. */
+size_t qwen3_kv_bytes(const inf_model *m, int block_size, int n_blocks);
+
+/* One sequence's rows in a forward batch: n consecutive rows at positions
+ * pos0 .. pos0 + n - 1, its KV rows read and written through its block
+ * table (which must cover pos0 + n positions). */
+typedef struct qwen3_seq_rows {
+    int n;
+    int pos0;
+    bool decode;           /* a generated token (n == 1): the decode kernels */
+    const int32_t *blocks; /* block table */
+    int n_logits;          /* rows wanting logits: 0, 1 (the last) or n (all) */
+} qwen3_seq_rows;
+
+/* Activations for up to n_cap rows. Owned by one thread at a time. */
+typedef struct qwen3_work {
     int n_cap;
     float *x;        /* [n_cap][n_embd] residual stream */
     float *xn;       /* [n_cap][n_embd] normed input / projection out */
@@ -83,10 +103,30 @@ struct inf_session {
     float *gate;     /* [n_cap][n_ff] */
     float *up;       /* [n_cap][n_ff] */
     void *scratch;   /* [n_cap][max(n_embd, q_dim, n_ff)] f32: rounded activations */
-};
+    int32_t *pos;    /* [n_cap] position of each row */
+    int32_t *keep;   /* [n_cap] rows that go on through the last layer */
+} qwen3_work;
 
-/* Runs n tokens at positions n_past.. through the model (qwen3.c). */
-inf_status qwen3_forward(inf_session *s, const int32_t *tokens, int n, inf_logits_mode mode,
-                         float *logits, inf_error *err);
+/* Makes room for n rows (grows, never shrinks). */
+inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_error *err);
+void qwen3_work_free(qwen3_work *w);
+
+/* Runs one batch through the model: the rows of n_seqs sequences, the
+ * decode sequences first (then the first n_decode rows are decode rows; ops.h,
+ * matmul), tokens[sum of n] already checked against the vocabulary, at most
+ * w->n_cap rows. Writes logits[sum of n_logits][n_vocab], the sequences'
+ * wanted rows in order. */
+void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const int32_t *tokens,
+                   const qwen3_seq_rows *seqs, int n_seqs, float *logits);
+
+/* One sequence with a contiguous cache: a KV store of one block as long as
+ * its context (session.c). */
+struct inf_session {
+    inf_model *model;
+    int n_ctx;
+    int n_past;
+    qwen3_kv kv;
+    qwen3_work work;
+};
 
 #endif /* INF_MODEL_H */

@@ -21,7 +21,6 @@ void inf_neon_rope_rows(float *x, int n_rows, int head_dim, const float *cos_sin
 void inf_neon_swiglu(float *out, const float *gate, const float *up, size_t n);
 void inf_neon_add(float *y, const float *x, size_t n);
 void inf_neon_f32_to_f16(uint16_t *dst, const float *src, size_t n);
-int inf_neon_argmax(const float *x, int n);
 
 /* ---- dotprod: the matvec with Q8_0 block dots by SDOT (other dtypes as
  * inf_neon_matvec); activations as inf_neon_act_prepare. */

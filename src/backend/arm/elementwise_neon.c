@@ -1,6 +1,6 @@
 /*
  * elementwise_neon.c — the row and element ops with NEON: RMSNorm, RoPE
- * rotation, SwiGLU, add, f32 -> f16, argmax. Bit-identical to ref.c except
+ * rotation, SwiGLU, add, f32 -> f16. Bit-identical to ref.c except
  * rmsnorm's summation order of exact double squares and swiglu's vector
  * exp (kernels.h gives the budgets). No FMA where ref.c rounds a product
  * and a sum separately.
@@ -112,34 +112,3 @@ void inf_neon_f32_to_f16(uint16_t *dst, const float *src, size_t n) {
     for (; i < n; i++) dst[i] = inf_f32_to_f16(src[i]);
 }
 
-/* As ref.c's scan; with a NaN present, that scan itself runs. */
-int inf_neon_argmax(const float *x, int n) {
-    float32x4_t mx = vdupq_n_f32(-INFINITY);
-    uint32x4_t ordered = vdupq_n_u32(~0u); /* lanes stay all ones while no NaN is seen */
-    int i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const float32x4_t v = vld1q_f32(x + i);
-        ordered = vandq_u32(ordered, vceqq_f32(v, v));
-        mx = vmaxq_f32(mx, v);
-    }
-    bool any_nan = vminvq_u32(ordered) == 0;
-    float best_v = any_nan ? -INFINITY : vmaxvq_f32(mx);
-    for (int j = i; j < n; j++) {
-        any_nan |= isnan(x[j]);
-        best_v = fmaxf(best_v, x[j]);
-    }
-    if (any_nan) {
-        int best = 0;
-        for (int j = 1; j < n; j++)
-            if (x[j] > x[best]) best = j;
-        return best;
-    }
-    const float32x4_t b = vdupq_n_f32(best_v);
-    for (i = 0; i + 4 <= n; i += 4)
-        if (vmaxvq_u32(vceqq_f32(vld1q_f32(x + i), b)))
-            for (int j = i;; j++)
-                if (x[j] == best_v) return j;
-    for (; i < n; i++)
-        if (x[i] == best_v) return i;
-    return 0;
-}

@@ -20,7 +20,6 @@ static const inf_kernels neon_table = {
     .swiglu = inf_neon_swiglu,
     .add = inf_neon_add,
     .f32_to_f16 = inf_neon_f32_to_f16,
-    .argmax = inf_neon_argmax,
 };
 
 static const inf_kernels neon_dotprod_table = {
@@ -33,7 +32,6 @@ static const inf_kernels neon_dotprod_table = {
     .swiglu = inf_neon_swiglu,
     .add = inf_neon_add,
     .f32_to_f16 = inf_neon_f32_to_f16,
-    .argmax = inf_neon_argmax,
 };
 
 const inf_kernels *inf_kernels_neon(bool dotprod) { return dotprod ? &neon_dotprod_table : &neon_table; }

@@ -1,7 +1,7 @@
 /*
  * elementwise_avx2.c — the row and element ops with AVX2 + FMA + F16C:
- * RMSNorm, RoPE rotation, Hadamard transform, SwiGLU, add, f32 -> f16,
- * argmax. Numerics as elementwise_avx512.c (bit-identical to ref.c except
+ * RMSNorm, RoPE rotation, Hadamard transform, SwiGLU, add, f32 -> f16.
+ * Numerics as elementwise_avx512.c (bit-identical to ref.c except
  * rmsnorm's summation order of exact double squares and swiglu's vexp).
  * The avx512 table takes this Hadamard transform too: it is ~1% of a
  * prefill, in-register shuffles for the short spans and adds for the rest.
@@ -120,36 +120,3 @@ void inf_avx2_f32_to_f16(uint16_t *dst, const float *src, size_t n) {
     for (; i < n; i++) dst[i] = inf_f32_to_f16(src[i]);
 }
 
-/* As ref.c's scan; with a NaN present, that scan itself runs. */
-int inf_avx2_argmax(const float *x, int n) {
-    __m256 mx = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(x + i);
-        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-        mx = _mm256_max_ps(mx, v);
-    }
-    float best_v = -INFINITY;
-    float lanes[8];
-    _mm256_storeu_ps(lanes, mx);
-    for (int j = 0; j < 8; j++) best_v = fmaxf(best_v, lanes[j]);
-    bool any_nan = _mm256_movemask_ps(nan) != 0;
-    for (int j = i; j < n; j++) {
-        any_nan |= isnan(x[j]);
-        best_v = fmaxf(best_v, x[j]);
-    }
-    if (any_nan) {
-        int best = 0;
-        for (int j = 1; j < n; j++)
-            if (x[j] > x[best]) best = j;
-        return best;
-    }
-    const __m256 b = _mm256_set1_ps(best_v);
-    for (i = 0; i + 8 <= n; i += 8) {
-        const int eq = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), b, _CMP_EQ_OQ));
-        if (eq) return i + __builtin_ctz((unsigned)eq);
-    }
-    for (; i < n; i++)
-        if (x[i] == best_v) return i;
-    return 0;
-}

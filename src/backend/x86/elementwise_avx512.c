@@ -1,10 +1,10 @@
 /*
  * elementwise_avx512.c — the row and element ops with AVX-512: RMSNorm,
- * RoPE rotation, SwiGLU, add, f32 -> f16 for the KV cache, argmax.
+ * RoPE rotation, SwiGLU, add, f32 -> f16 for the KV cache.
  *
  * Same arithmetic as ref.c, lane by lane: add, rope (x0*c - x1*s with the
  * table ref's recurrence gives), f16 rounding (VCVTPS2PH rounds to nearest
- * even like inf_f32_to_f16) and argmax are bit-identical; rmsnorm sums the
+ * even like inf_f32_to_f16) are bit-identical; rmsnorm sums the
  * same exact double squares in another order (the f32 mean it rounds to
  * agrees but for ties); swiglu's exp is vexp_avx512 (<= 2 ulp).
  */
@@ -82,28 +82,3 @@ void inf_avx512_f32_to_f16(uint16_t *dst, const float *src, size_t n) {
     }
 }
 
-/* The first index of the maximum, as ref.c's scan (which never lets a NaN
- * win): with a NaN present, that scan itself runs. */
-int inf_avx512_argmax(const float *x, int n) {
-    __m512 mx = _mm512_set1_ps(-INFINITY);
-    __mmask16 nan = 0;
-    for (int i = 0; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? 0xffff : tail_mask((size_t)(n - i));
-        const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), m, x + i);
-        nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-        mx = _mm512_max_ps(mx, v);
-    }
-    if (nan) {
-        int best = 0;
-        for (int i = 1; i < n; i++)
-            if (x[i] > x[best]) best = i;
-        return best;
-    }
-    const __m512 best = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-    for (int i = 0; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? 0xffff : tail_mask((size_t)(n - i));
-        const __mmask16 eq = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), best, _CMP_EQ_OQ);
-        if (eq) return i + __builtin_ctz(eq);
-    }
-    return 0;
-}

@@ -29,7 +29,6 @@ static const inf_kernels avx2_table = {
     .add = inf_avx2_add,
     .f32_to_f16 = inf_avx2_f32_to_f16,
     .quantize_row_q8_0 = inf_avx2_quantize_row_q8_0,
-    .argmax = inf_avx2_argmax,
 };
 
 /* The members avx512 and avx512+amx share: all but the gemm. */
@@ -49,8 +48,7 @@ static const inf_kernels avx2_table = {
     .swiglu = inf_avx512_swiglu,                                                \
     .add = inf_avx512_add,                                                      \
     .f32_to_f16 = inf_avx512_f32_to_f16,                                        \
-    .quantize_row_q8_0 = inf_avx512_quantize_row_q8_0,                          \
-    .argmax = inf_avx512_argmax
+    .quantize_row_q8_0 = inf_avx512_quantize_row_q8_0
 
 static const inf_kernels avx512_table = {
     .name = "avx512",

@@ -36,7 +36,6 @@ void inf_avx2_swiglu(float *out, const float *gate, const float *up, size_t n);
 void inf_avx2_add(float *y, const float *x, size_t n);
 void inf_avx2_f32_to_f16(uint16_t *dst, const float *src, size_t n);
 void inf_avx2_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
-int inf_avx2_argmax(const float *x, int n);
 
 /* ---- avx512 */
 size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols);
@@ -66,7 +65,6 @@ void inf_avx512_swiglu(float *out, const float *gate, const float *up, size_t n)
 void inf_avx512_add(float *y, const float *x, size_t n);
 void inf_avx512_f32_to_f16(uint16_t *dst, const float *src, size_t n);
 void inf_avx512_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
-int inf_avx512_argmax(const float *x, int n);
 
 /* ---- avx512+amx: avx512's table with the gemm on AMX tiles (Q8_0 and BF16;
  * other types, and BF16 rows under 16 columns, run avx512's gemm). */

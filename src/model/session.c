@@ -1,0 +1,100 @@
+/*
+ * session.c — inf_session: one sequence with a contiguous KV cache, for
+ * callers that drive the forward pass themselves (logits, the golden tests,
+ * the prefill/decode benchmark). Its cache is a KV store of one block as
+ * long as the context, so it runs the same forward pass as the engine.
+ */
+#include "model/model.h"
+
+#include "core/common.h"
+
+#include <stdlib.h>
+
+inf_status inf_session_new(inf_model *m, int n_ctx, inf_session **out, inf_error *err) {
+    *out = NULL;
+    if (n_ctx == 0) n_ctx = m->opt.n_ctx;
+    if (n_ctx < 1 || n_ctx > m->cfg.n_ctx_train)
+        return inf_errorf(err, INF_ERR_INVALID, "context length %d is outside 1..%d", n_ctx,
+                          m->cfg.n_ctx_train);
+    inf_session *s = calloc(1, sizeof *s);
+    if (!s) return inf_errorf(err, INF_ERR_NOMEM, "out of memory for a session");
+    s->model = m;
+    s->n_ctx = n_ctx;
+    s->kv.block_size = n_ctx;
+    s->kv.n_blocks = 1;
+    const size_t kv_bytes = qwen3_kv_bytes(m, n_ctx, 1);
+    /* Ordinary pages, touched as positions fill. Huge pages (MADV_HUGEPAGE)
+     * made no measurable difference to decode attention, which prefetches
+     * its rows itself, but faulted in every head's 2 MiB page at the first
+     * token: ~0.4 s of a 2044-token prefill, and up to 1 s before the first
+     * token when the kernel compacted memory for them. */
+    s->kv.k = inf_alloc_aligned(kv_bytes);
+    s->kv.v = inf_alloc_aligned(kv_bytes);
+    inf_status st = INF_OK;
+    if (!s->kv.k || !s->kv.v)
+        st = inf_errorf(err, INF_ERR_NOMEM, "out of memory for a KV cache of %zu bytes", 2 * kv_bytes);
+    if (!st) st = qwen3_work_reserve(m, &s->work, 1, err);
+    if (st) {
+        inf_session_free(s);
+        return st;
+    }
+    *out = s;
+    return INF_OK;
+}
+
+void inf_session_free(inf_session *s) {
+    if (!s) return;
+    qwen3_work_free(&s->work);
+    inf_free_aligned(s->kv.k);
+    inf_free_aligned(s->kv.v);
+    free(s);
+}
+
+int inf_session_n_past(const inf_session *s) { return s->n_past; }
+int inf_session_n_ctx(const inf_session *s) { return s->n_ctx; }
+
+inf_status inf_session_truncate(inf_session *s, int n_past, inf_error *err) {
+    if (n_past < 0 || n_past > s->n_past)
+        return inf_errorf(err, INF_ERR_INVALID, "cannot truncate a sequence of %d tokens to %d",
+                          s->n_past, n_past);
+    s->n_past = n_past;
+    return INF_OK;
+}
+
+inf_status inf_session_eval(inf_session *s, const int32_t *tokens, int n, inf_logits_mode mode,
+                            float *logits, inf_error *err) {
+    if (n < 1) return inf_errorf(err, INF_ERR_INVALID, "no tokens to evaluate");
+    if (mode != INF_LOGITS_NONE && !logits)
+        return inf_errorf(err, INF_ERR_INVALID, "logits requested without an output buffer");
+    if (n > s->n_ctx - s->n_past)
+        return inf_errorf(err, INF_ERR_CONTEXT_FULL,
+                          "%d tokens do not fit: %d of the context's %d are in use", n, s->n_past,
+                          s->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= s->model->cfg.n_vocab)
+            return inf_errorf(err, INF_ERR_INVALID, "token id %d at index %d is outside the vocabulary (0..%d)",
+                              tokens[i], i, s->model->cfg.n_vocab - 1);
+    /* Long prompts run as forward passes of at most QWEN3_UBATCH tokens,
+     * which bounds the activation memory (llama.cpp's n_ubatch); each pass
+     * attends to the cache the earlier ones filled, so the logits are those
+     * of one pass. One token is a decode row; more are prompt rows. */
+    const int n_pass_max = INF_MIN(n, QWEN3_UBATCH);
+    inf_status st = qwen3_work_reserve(s->model, &s->work, n_pass_max, err);
+    if (st) return st;
+    const size_t n_vocab = (size_t)s->model->cfg.n_vocab;
+    for (int i = 0; i < n; i += n_pass_max) {
+        const int n_pass = INF_MIN(n_pass_max, n - i);
+        const bool last = i + n_pass == n;
+        const qwen3_seq_rows rows = {
+            .n = n_pass,
+            .pos0 = s->n_past,
+            .decode = n == 1,
+            .blocks = inf_kv_single_block,
+            .n_logits = mode == INF_LOGITS_ALL ? n_pass : last && mode == INF_LOGITS_LAST ? 1 : 0,
+        };
+        float *pass_logits = mode == INF_LOGITS_ALL ? logits + (size_t)i * n_vocab : logits;
+        qwen3_forward(s->model, &s->work, &s->kv, tokens + i, &rows, 1, pass_logits);
+        s->n_past += n_pass;
+    }
+    return INF_OK;
+}
