@@ -3,10 +3,14 @@
  * Qwen3 family of dense models.
  *
  * The CLI and the server are clients of this header and nothing else. The
- * data model is four opaque objects:
+ * data model is five opaque objects:
  *   inf_model          loaded weights, hyperparameters, op table (read-only
- *                      once loaded; may be shared by many sessions)
- *   inf_session        one sequence: its KV cache and scratch buffers
+ *                      once loaded); its op table runs one call at a time,
+ *                      so one thread at a time evaluates on a model
+ *   inf_session        one sequence: its KV cache and scratch buffers; one
+ *                      thread at a time
+ *   inf_engine         many sequences over a paged KV pool with a prefix
+ *                      cache: requests in from any thread, events out
  *   inf_tokenizer      byte-level BPE vocabulary, merges, added tokens
  *   inf_chat_template  the chat template renderer (Qwen3's, or a fallback)
  *
@@ -362,6 +366,162 @@ inf_status inf_stop_matcher_push(inf_stop_matcher *m, const char *text, size_t l
 void inf_stop_matcher_flush(inf_stop_matcher *m, const char **out, size_t *n_out);
 /* Index of the stop string that matched, or -1. */
 int inf_stop_matcher_matched(const inf_stop_matcher *m);
+
+/* ------------------------------------------------------------------ engine */
+
+/*
+ * The engine runs many sequences at once over one model, as a server
+ * needs. Requests are submitted from any thread; one thread, the driver,
+ * runs steps (inf_engine_step, or inf_engine_run until inf_engine_stop).
+ * Each step is one forward pass holding the next token of every running
+ * sequence (decode rows) and at most one chunk of one admitted prompt
+ * (chunked prefill), so a running decode never waits more than a chunk.
+ *
+ * KV cache: one pool of fixed-size blocks; each sequence has a block table.
+ * A request is admitted when the blocks its prompt and max_tokens can need
+ * are free (it waits in the queue until then), and refused at submission
+ * when it could never fit. Prefix cache: the blocks of finished sequences
+ * stay in a radix tree over token ids, and a new request reuses the longest
+ * cached prefix and prefills only the rest; unreferenced blocks are evicted
+ * least recently used when the pool needs room. A request for n
+ * completions prefills once and forks; the forks share the prompt's blocks
+ * (copy on write).
+ *
+ * A sequence's logits are bit-identical however it is batched, with the
+ * prefix cache on or off, for Q8_0 weights; for F32/F16/BF16 weights
+ * decode rows are, and prompt rows depend only on the sizes of the chunks
+ * the prompt is split into (which a prefix-cache hit changes).
+ *
+ * Threads: submit, cancel, stats, stop are thread-safe. step and run are
+ * called by one thread at a time, which then owns the model's compute: no
+ * inf_session may evaluate on the same model meanwhile. Event callbacks run
+ * on the driving thread, inside step; they must not call step or run.
+ */
+typedef struct inf_engine inf_engine;
+
+typedef struct inf_engine_options {
+    int n_ctx;            /* longest sequence (prompt + generated); 0 = the load options' n_ctx */
+    int kv_pool_tokens;   /* KV pool size in tokens; 0: kv_pool_mib, else max_seqs * n_ctx */
+    size_t kv_pool_mib;   /* KV pool size in MiB (K and V together), when kv_pool_tokens is 0 */
+    int block_size;       /* tokens per KV block; 0 = 32 */
+    int max_seqs;         /* most sequences running at once; 0 = 16 */
+    int prefill_chunk;    /* most prompt tokens one step takes; 0 = 512 */
+    bool no_prefix_cache; /* do not keep or reuse finished sequences' blocks */
+} inf_engine_options;
+
+void inf_engine_options_default(inf_engine_options *opt);
+
+/* Allocates the KV pool; the model must outlive the engine. */
+inf_status inf_engine_new(inf_model *model, const inf_engine_options *opt, inf_engine **out, inf_error *err);
+/* Cancels what is left (no events) and frees everything. Not while a thread
+ * is inside step or run. */
+void inf_engine_free(inf_engine *eng);
+
+typedef enum inf_finish_reason {
+    INF_FINISH_STOP = 0,  /* an end-of-turn token or a stop string */
+    INF_FINISH_LENGTH,    /* max_tokens generated */
+    INF_FINISH_CONTEXT,   /* the sequence filled n_ctx */
+    INF_FINISH_CANCELLED, /* inf_engine_cancel */
+} inf_finish_reason;
+
+/* "stop", "length", "context", "cancelled" */
+const char *inf_finish_reason_name(inf_finish_reason r);
+
+typedef struct inf_token_logprob {
+    int32_t id;
+    float logprob; /* natural log of the model's probability (softmax of the raw logits) */
+} inf_token_logprob;
+
+typedef enum inf_event_kind {
+    INF_EVENT_TOKEN = 0, /* a generated token */
+    INF_EVENT_DONE,      /* a completion ended; the last event of its index */
+} inf_event_kind;
+
+typedef struct inf_event {
+    inf_event_kind kind;
+    uint64_t request; /* the id inf_engine_submit gave */
+    int index;        /* which of the request's n completions */
+    /* TOKEN: the token and what it releases. text is the UTF-8 that the
+     * detokenizer and the stop matcher let out with this token (often empty:
+     * held back as a possible stop string or an unfinished character; at
+     * an end-of-turn token, never its own text). DONE: text is what was
+     * still held when the completion ended (a matched stop string and what
+     * follows it are never released). Valid during the callback. */
+    int32_t token;
+    const char *text;
+    size_t text_len;
+    float logprob;                  /* of token; 0 unless the request asked for logprobs */
+    const inf_token_logprob *top;   /* the top_logprobs most likely tokens, most likely first */
+    int n_top;
+    const float *logits;            /* want_logits: the n_vocab logits token was sampled from */
+    /* DONE */
+    inf_finish_reason finish;
+    int n_prompt;        /* prompt tokens */
+    int n_cached;        /* of them, reused from the prefix cache */
+    int n_generated;     /* tokens of this completion (an end-of-turn token included) */
+    double queue_ms;     /* submission to admission */
+    double prefill_ms;   /* admission to the first token */
+    double decode_ms;    /* the first token to the end */
+} inf_event;
+
+typedef void (*inf_event_fn)(const inf_event *ev, void *user);
+
+typedef struct inf_request {
+    const int32_t *prompt; /* copied; at least one token */
+    size_t n_prompt;
+    inf_sampler_params sampling;    /* completion i draws with seed + i */
+    const char *const *stops;       /* copied; NULL when n_stops is 0 */
+    size_t n_stops;
+    int max_tokens;                 /* generated tokens at most; 0 = until n_ctx */
+    int n;                          /* completions from one prefill; 0 = 1 */
+    bool logprobs;                  /* fill inf_event.logprob */
+    int top_logprobs;               /* 0..20 alternatives per token */
+    bool ignore_eog;                /* do not stop at end-of-turn tokens */
+    bool want_logits;               /* fill inf_event.logits */
+    inf_event_fn on_event;          /* required */
+    void *user;
+} inf_request;
+
+/* Zero everything; sampling as inf_sampler_params_default (temperature 1). */
+void inf_request_default(inf_request *req);
+
+/* Queues a request and writes its id (never 0). Refuses at once, with
+ * nothing queued: bad token ids or parameters (INF_ERR_INVALID), a prompt
+ * that leaves no room to generate in n_ctx, or one whose blocks could never
+ * fit the pool (INF_ERR_CONTEXT_FULL). Thread-safe. */
+inf_status inf_engine_submit(inf_engine *eng, const inf_request *req, uint64_t *id, inf_error *err);
+/* Ends a request at the next step (a DONE event with INF_FINISH_CANCELLED
+ * for each of its completions), queued or running, also in the middle of
+ * its prefill. False when the id is unknown or already done. Thread-safe. */
+bool inf_engine_cancel(inf_engine *eng, uint64_t id);
+
+/* Runs one step: admits what fits, runs the batch, delivers events.
+ * Returns INF_OK with *busy telling whether requests remain (queued or
+ * running). Driving thread only. */
+inf_status inf_engine_step(inf_engine *eng, bool *busy, inf_error *err);
+/* Steps until inf_engine_stop, sleeping while there is no request. */
+inf_status inf_engine_run(inf_engine *eng, inf_error *err);
+/* Makes inf_engine_run return after its current step. Thread-safe. */
+void inf_engine_stop(inf_engine *eng);
+
+typedef struct inf_engine_stats {
+    int n_ctx;
+    int block_size;
+    int blocks_total;
+    int blocks_free;          /* held by nothing */
+    int blocks_cached;        /* held by the prefix tree alone (evictable) */
+    int running;              /* sequences */
+    int queued;               /* requests */
+    uint64_t steps;
+    uint64_t prefix_queries;  /* admitted requests that looked up the prefix cache */
+    uint64_t prefix_query_tokens;
+    uint64_t prefix_hit_tokens;
+    uint64_t prefix_evictions; /* blocks evicted */
+    size_t kv_bytes;          /* of the pool */
+} inf_engine_stats;
+
+/* Thread-safe; the counts are those after the last step. */
+void inf_engine_get_stats(inf_engine *eng, inf_engine_stats *out);
 
 /* ------------------------------------------------------------------ synthetic models */
 

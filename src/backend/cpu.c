@@ -659,10 +659,11 @@ static inf_kv_view kv_head_view(const inf_kv_view *c, int kvh) {
 }
 
 /* Whether the ISA's attention kernels read these caches: both of one type,
- * and the n_keys positions they attend to in the first block of the table
- * (the kernels do not follow block tables yet; the reference does). */
+ * and contiguous (the kernels do not follow block tables yet; the
+ * reference does, so paged caches all run it alike). */
 static bool kernels_read_kv(const cpu_backend *c, const inf_kv_view *k, const inf_kv_view *v, int n_keys) {
-    return c->k && k->type == v->type && n_keys <= k->block_size && n_keys <= v->block_size &&
+    (void)n_keys;
+    return c->k && k->type == v->type && k->block_size == INF_KV_CONTIGUOUS && v->block_size == INF_KV_CONTIGUOUS &&
            k->blocks[0] == 0 && v->blocks[0] == 0;
 }
 

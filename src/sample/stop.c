@@ -114,7 +114,7 @@ inf_status inf_stop_matcher_push(inf_stop_matcher *m, const char *text, size_t l
         m->held = held;
         m->cap = cap;
     }
-    memmove(m->held, m->held + m->start, kept);
+    if (kept) memmove(m->held, m->held + m->start, kept);
     if (len) memcpy(m->held + kept, text, len);
     m->start = 0;
     m->n_held = need;

@@ -1,0 +1,73 @@
+/*
+ * kv_cache.h — the engine's KV memory: a pool of fixed-size blocks with
+ * reference counts, and the prefix cache, a radix tree over token ids at
+ * block granularity whose nodes hold blocks of earlier sequences.
+ *
+ * A block holds block_size positions of every layer's K and V (model.h,
+ * qwen3_kv). Its reference count is the number of holders: each sequence
+ * whose block table lists it, plus one when a prefix-tree node holds it.
+ * A block at count 0 is free. A sequence writes only into blocks it alone
+ * holds; a shared block is copied first (copy on write).
+ *
+ * Tree nodes hold one block each: a full block (block_size tokens) or, as a
+ * leaf, the partial last block of a sequence. A node whose block only the
+ * tree holds is evictable; eviction takes the least recently used
+ * evictable leaf. Since a sequence that uses a node also holds every node
+ * above it, every node at count 1 is evictable (its subtree is too).
+ *
+ * Not thread-safe: the engine's driving thread owns it.
+ */
+#ifndef INF_ENGINE_KV_CACHE_H
+#define INF_ENGINE_KV_CACHE_H
+
+#include "model/model.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct prefix_node prefix_node;
+
+typedef struct kv_cache {
+    qwen3_kv kv;            /* the pool's memory */
+    const inf_model *model;
+    int32_t *ref;           /* [n_blocks] holders of each block */
+    prefix_node **node_of;  /* [n_blocks] the tree node holding it, or NULL */
+    int32_t *free_list;     /* [n_blocks] stack of free blocks */
+    int n_free;
+    int n_evictable;        /* blocks held by the tree alone */
+    prefix_node *root;      /* holds no block; its children start sequences */
+    int n_nodes;
+    uint64_t clock;         /* use counter for LRU */
+    bool prefix_enabled;
+    /* counters */
+    uint64_t queries, query_tokens, hit_tokens, evictions;
+} kv_cache;
+
+inf_status kv_cache_init(kv_cache *c, const inf_model *m, int block_size, int n_blocks, bool prefix_enabled,
+                         inf_error *err);
+void kv_cache_free(kv_cache *c);
+
+/* Blocks a new holder can get now: free ones and evictable ones. */
+static inline int kv_cache_available(const kv_cache *c) { return c->n_free + c->n_evictable; }
+
+/* A free block with count 1 (evicting the LRU leaf when none is free); -1
+ * when every block is held. */
+int32_t kv_cache_alloc(kv_cache *c);
+void kv_cache_ref(kv_cache *c, int32_t block);
+void kv_cache_unref(kv_cache *c, int32_t block);
+/* Copies the KV rows of block src into dst (every layer, K and V). */
+void kv_cache_copy_block(kv_cache *c, int32_t dst, int32_t src);
+
+/* The longest cached prefix of tokens[0..n): writes its blocks to
+ * blocks[] (one per started block; the last may be matched partly) with a
+ * reference taken on each, and returns the matched token count. Counts a
+ * query. Nothing when the prefix cache is off. */
+int kv_cache_match(kv_cache *c, const int32_t *tokens, int n, int32_t *blocks);
+/* Tokens a match would reuse, without taking anything (admission). Also
+ * tells how many of the matched blocks are evictable now. */
+int kv_cache_peek(const kv_cache *c, const int32_t *tokens, int n, int *n_blocks_evictable);
+/* Hands the first n tokens' blocks of a sequence to the tree (it takes its
+ * own references; blocks whose tokens the tree already has are left). */
+void kv_cache_insert(kv_cache *c, const int32_t *tokens, int n, const int32_t *blocks);
+
+#endif /* INF_ENGINE_KV_CACHE_H */

@@ -1,0 +1,714 @@
+/*
+ * test_engine.c — the multi-sequence engine (src/engine/):
+ *   - batch invariance: random mixes of 1 to 16 sequences of different
+ *     lengths, joining and leaving between steps, with the prefix cache on
+ *     and off, on every kernel path this CPU runs and 1, 2 and 3 threads:
+ *     every generated token's logits are bit-identical to the same request
+ *     run alone (Q8_0 weights; F32 weights with the prefix cache off, where
+ *     prompt chunks are the same);
+ *   - parallel sampling: completion i of an n-request equals the request
+ *     run alone with seed + i;
+ *   - the engine against a session: the first token's logits match;
+ *   - the block pool and prefix tree: LRU eviction order, copy on write,
+ *     partial blocks;
+ *   - block accounting over thousands of random requests and cancellations;
+ *   - queueing when the pool is full, refusal of what can never fit,
+ *     cancellation in the queue, during prefill and during decode;
+ *   - submit and cancel from other threads while one thread drives the
+ *     engine (run under ThreadSanitizer by scripts/check.sh).
+ * Models are small synthetic ones written to a temporary directory.
+ */
+#include "engine/kv_cache.h"
+#include "harness.h"
+#include "inferno.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TOKENIZER_JSON "data/qwen3-tokenizer/tokenizer.json"
+
+enum { N_VOCAB = 512, MAX_GEN = 16, MAX_REQ = 16, MAX_PROMPT = 96 };
+
+static char tmpdir[] = "/tmp/inferno-test-engine-XXXXXX";
+static char path_q8[256], path_f32[256];
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(uint32_t n) {
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state % n);
+}
+
+static void write_model(const char *path, inf_dtype type) {
+    inf_synth_options o;
+    inf_synth_options_default(&o);
+    o.n_layer = 2;
+    o.n_embd = 64;
+    o.n_ff = 96;
+    o.n_head = 4;
+    o.n_head_kv = 2;
+    o.head_dim = 32;
+    o.n_ctx_train = 1024;
+    o.weight_type = type;
+    o.tokenizer_json = TOKENIZER_JSON;
+    o.tokenizer_config_json = NULL;
+    o.n_vocab = N_VOCAB;
+    o.seed = 11;
+    inf_error err = {0};
+    if (inf_synth_write(&o, path, &err)) {
+        fprintf(stderr, "synth %s: %s\n", path, err.msg);
+        exit(1);
+    }
+}
+
+static inf_model *load(const char *path, int threads, inf_kv_type kv) {
+    inf_load_options opt;
+    inf_load_options_default(&opt);
+    opt.n_threads = threads;
+    opt.kv_type = kv;
+    opt.use_mmap = false;
+    opt.n_ctx = 256;
+    inf_model *m = NULL;
+    inf_error err = {0};
+    if (!TEST_CHECK(inf_model_load(path, &opt, &m, &err) == INF_OK, "load %s: %s", path, err.msg)) return NULL;
+    return m;
+}
+
+/* ------------------------------------------------------------------ what a request produced */
+
+typedef struct completion {
+    int32_t tokens[MAX_GEN + 1];
+    float *logits; /* [MAX_GEN + 1][N_VOCAB] */
+    int n;
+    bool done;
+    inf_finish_reason finish;
+    int n_cached;
+    char text[4096];
+    size_t text_len;
+} completion;
+
+typedef struct outcome {
+    completion c[4];
+    int n_done;
+} outcome;
+
+static void on_event(const inf_event *ev, void *user) {
+    outcome *o = user;
+    completion *c = &o->c[ev->index];
+    if (ev->text_len && c->text_len + ev->text_len < sizeof c->text) {
+        memcpy(c->text + c->text_len, ev->text, ev->text_len);
+        c->text_len += ev->text_len;
+    }
+    if (ev->kind == INF_EVENT_DONE) {
+        c->done = true;
+        c->finish = ev->finish;
+        c->n_cached = ev->n_cached;
+        o->n_done++;
+        return;
+    }
+    if (c->n <= MAX_GEN) { /* the first MAX_GEN + 1 are kept */
+        c->tokens[c->n] = ev->token;
+        if (ev->logits && c->logits) memcpy(c->logits + (size_t)c->n * N_VOCAB, ev->logits, N_VOCAB * sizeof(float));
+    }
+    c->n++;
+}
+
+static void outcome_init(outcome *o) {
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < 4; i++) o->c[i].logits = calloc((MAX_GEN + 1) * (size_t)N_VOCAB, sizeof(float));
+}
+
+static void outcome_free(outcome *o) {
+    for (int i = 0; i < 4; i++) free(o->c[i].logits);
+}
+
+typedef struct req_spec {
+    int32_t prompt[MAX_PROMPT];
+    int n_prompt;
+    int max_tokens;
+    int n;
+    float temperature;
+    uint64_t seed;
+    int submit_step; /* joins before this step */
+} req_spec;
+
+static void make_request(const req_spec *sp, outcome *o, inf_request *r) {
+    inf_request_default(r);
+    r->prompt = sp->prompt;
+    r->n_prompt = (size_t)sp->n_prompt;
+    r->max_tokens = sp->max_tokens;
+    r->n = sp->n;
+    r->sampling.temperature = sp->temperature;
+    r->sampling.seed = sp->seed;
+    r->ignore_eog = true;
+    r->want_logits = true;
+    r->on_event = on_event;
+    r->user = o;
+}
+
+static void engine_opts(inf_engine_options *o, bool prefix, int block_size, int chunk) {
+    inf_engine_options_default(o);
+    o->n_ctx = 256;
+    o->block_size = block_size;
+    o->prefill_chunk = chunk;
+    o->max_seqs = 16;
+    o->no_prefix_cache = !prefix;
+}
+
+/* Runs the specs: each submitted before its submit_step; until all done. */
+static bool run_specs(inf_model *m, const inf_engine_options *eo, const req_spec *specs, int n, outcome *out) {
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    if (!TEST_CHECK(inf_engine_new(m, eo, &e, &err) == INF_OK, "engine: %s", err.msg)) return false;
+    bool ok = true;
+    int submitted = 0;
+    for (int step = 0; ok && step < 10000; step++) {
+        for (int i = 0; i < n; i++) {
+            if (specs[i].submit_step != step) continue;
+            inf_request r;
+            make_request(&specs[i], &out[i], &r);
+            ok = TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit: %s", err.msg);
+            submitted++;
+        }
+        bool busy = false;
+        ok = ok && TEST_CHECK(inf_engine_step(e, &busy, &err) == INF_OK, "step: %s", err.msg);
+        if (!busy && submitted == n) break;
+    }
+    inf_engine_stats st;
+    inf_engine_get_stats(e, &st);
+    ok = ok && TEST_CHECK(st.running == 0 && st.queued == 0, "engine idle at the end");
+    ok = ok && TEST_CHECK(st.blocks_free + st.blocks_cached == st.blocks_total, "no block leaked: %d free + %d cached of %d",
+                          st.blocks_free, st.blocks_cached, st.blocks_total);
+    inf_engine_free(e);
+    return ok;
+}
+
+static bool same_completion(const completion *a, const completion *b, const char *what) {
+    if (!TEST_CHECK(a->done && b->done && a->n == b->n, "%s: %d vs %d tokens", what, a->n, b->n)) return false;
+    for (int t = 0; t < a->n && t <= MAX_GEN; t++) {
+        if (!TEST_CHECK(a->tokens[t] == b->tokens[t], "%s: token %d differs (%d vs %d)", what, t, a->tokens[t], b->tokens[t]))
+            return false;
+        if (!TEST_CHECK(memcmp(a->logits + (size_t)t * N_VOCAB, b->logits + (size_t)t * N_VOCAB, N_VOCAB * sizeof(float)) == 0,
+                        "%s: logits of token %d are not bit-identical", what, t))
+            return false;
+    }
+    return true;
+}
+
+/* Random requests; some share prefixes of a common stem. */
+static void random_specs(req_spec *specs, int n, int max_step) {
+    int32_t stem[MAX_PROMPT];
+    for (int i = 0; i < MAX_PROMPT; i++) stem[i] = (int32_t)rnd(N_VOCAB);
+    for (int i = 0; i < n; i++) {
+        req_spec *s = &specs[i];
+        memset(s, 0, sizeof *s);
+        s->n_prompt = 1 + (int)rnd(MAX_PROMPT);
+        const int shared = rnd(2) ? (int)rnd((uint32_t)s->n_prompt + 1) : 0;
+        for (int t = 0; t < s->n_prompt; t++) s->prompt[t] = t < shared ? stem[t] : (int32_t)rnd(N_VOCAB);
+        s->max_tokens = 1 + (int)rnd(MAX_GEN);
+        s->n = 1;
+        s->temperature = 0;
+        s->submit_step = (int)rnd((uint32_t)max_step + 1);
+    }
+}
+
+static void test_invariance(const char *isa, int threads, inf_dtype type, bool prefix) {
+    char what[160];
+    snprintf(what, sizeof what, "invariance %s t=%d %s prefix=%s", isa, threads, inf_dtype_name(type), prefix ? "on" : "off");
+    test_begin(what);
+    inf_model *m = load(type == INF_DTYPE_Q8_0 ? path_q8 : path_f32, threads, INF_KV_F16);
+    if (!m) return;
+    enum { ROUNDS = 2 };
+    for (int round = 0; round < ROUNDS; round++) {
+        const int n = 1 + (int)rnd(MAX_REQ);
+        req_spec specs[MAX_REQ];
+        random_specs(specs, n, 12);
+        outcome alone[MAX_REQ], mixed[MAX_REQ];
+        inf_engine_options eo;
+        bool ok = true;
+        for (int i = 0; i < n && ok; i++) {
+            outcome_init(&alone[i]);
+            req_spec one = specs[i];
+            one.submit_step = 0;
+            engine_opts(&eo, false, 16, 32);
+            ok = run_specs(m, &eo, &one, 1, &alone[i]);
+        }
+        for (int i = 0; i < n; i++) outcome_init(&mixed[i]);
+        engine_opts(&eo, prefix, 16, 32);
+        /* twice through one engine with the prefix cache: the second time hits */
+        ok = ok && run_specs(m, &eo, specs, n, mixed);
+        for (int i = 0; i < n && ok; i++) {
+            char w[200];
+            snprintf(w, sizeof w, "%s round %d request %d (prompt %d, gen %d)", what, round, i, specs[i].n_prompt,
+                     specs[i].max_tokens);
+            ok = same_completion(&alone[i].c[0], &mixed[i].c[0], w);
+        }
+        for (int i = 0; i < n; i++) outcome_free(&alone[i]), outcome_free(&mixed[i]);
+    }
+    inf_model_free(m);
+}
+
+/* The same prompts again through one engine: the second pass hits the
+ * prefix cache and must give the same logits. */
+static void test_prefix_hits(void) {
+    test_begin("prefix cache hits give the same logits");
+    inf_model *m = load(path_q8, 2, INF_KV_F16);
+    if (!m) return;
+    inf_engine_options eo;
+    engine_opts(&eo, true, 16, 32);
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    TEST_CHECK(inf_engine_new(m, &eo, &e, &err) == INF_OK, "engine: %s", err.msg);
+    req_spec sp = {.n_prompt = 70, .max_tokens = 6, .n = 1};
+    for (int i = 0; i < sp.n_prompt; i++) sp.prompt[i] = (int32_t)rnd(N_VOCAB);
+    outcome first, second, turn2;
+    outcome_init(&first), outcome_init(&second), outcome_init(&turn2);
+    inf_request r;
+    bool busy = true;
+    make_request(&sp, &first, &r);
+    TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit");
+    while (busy && inf_engine_step(e, &busy, &err) == INF_OK) {}
+    make_request(&sp, &second, &r);
+    TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit");
+    busy = true;
+    while (busy && inf_engine_step(e, &busy, &err) == INF_OK) {}
+    TEST_CHECK(second.c[0].n_cached == sp.n_prompt - 1, "the repeat reuses %d of %d prompt tokens", second.c[0].n_cached,
+               sp.n_prompt);
+    same_completion(&first.c[0], &second.c[0], "repeat with a prefix hit");
+    /* a second turn: the first turn's prompt and answer, then more */
+    req_spec sp2 = sp;
+    for (int i = 0; i < first.c[0].n - 1; i++) sp2.prompt[sp.n_prompt + i] = first.c[0].tokens[i];
+    sp2.n_prompt = sp.n_prompt + first.c[0].n - 1;
+    for (int i = 0; i < 5; i++) sp2.prompt[sp2.n_prompt++] = (int32_t)rnd(N_VOCAB);
+    make_request(&sp2, &turn2, &r);
+    TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit");
+    busy = true;
+    while (busy && inf_engine_step(e, &busy, &err) == INF_OK) {}
+    TEST_CHECK(turn2.c[0].n_cached == sp.n_prompt + first.c[0].n - 1,
+               "the next turn reuses the earlier prompt and answer: %d tokens", turn2.c[0].n_cached);
+    inf_engine_stats st;
+    inf_engine_get_stats(e, &st);
+    TEST_CHECK(st.prefix_queries == 3 && st.prefix_hit_tokens == (uint64_t)(second.c[0].n_cached + turn2.c[0].n_cached),
+               "counters: %llu queries, %llu hit tokens", (unsigned long long)st.prefix_queries,
+               (unsigned long long)st.prefix_hit_tokens);
+    /* the second turn alone, cold */
+    outcome cold;
+    outcome_init(&cold);
+    engine_opts(&eo, false, 16, 32);
+    run_specs(m, &eo, &sp2, 1, &cold);
+    same_completion(&cold.c[0], &turn2.c[0], "next turn, cached vs cold");
+    outcome_free(&first), outcome_free(&second), outcome_free(&turn2), outcome_free(&cold);
+    inf_engine_free(e);
+    inf_model_free(m);
+}
+
+static void test_parallel_sampling(void) {
+    test_begin("n completions fork from one prefill");
+    inf_model *m = load(path_q8, 2, INF_KV_F16);
+    if (!m) return;
+    req_spec sp = {.n_prompt = 40, .max_tokens = 10, .n = 3, .temperature = 0.9f, .seed = 1234};
+    for (int i = 0; i < sp.n_prompt; i++) sp.prompt[i] = (int32_t)rnd(N_VOCAB);
+    inf_engine_options eo;
+    engine_opts(&eo, true, 16, 32);
+    outcome forked;
+    outcome_init(&forked);
+    run_specs(m, &eo, &sp, 1, &forked);
+    TEST_CHECK(forked.n_done == 3, "three DONE events: %d", forked.n_done);
+    for (int i = 0; i < 3; i++) {
+        req_spec one = sp;
+        one.n = 1;
+        one.seed = sp.seed + (uint64_t)i;
+        outcome alone;
+        outcome_init(&alone);
+        engine_opts(&eo, false, 16, 32);
+        run_specs(m, &eo, &one, 1, &alone);
+        char w[64];
+        snprintf(w, sizeof w, "completion %d", i);
+        same_completion(&alone.c[0], &forked.c[i], w);
+        outcome_free(&alone);
+    }
+    outcome_free(&forked);
+    inf_model_free(m);
+}
+
+/* The engine's first token logits against a session's on the same prompt. */
+static void test_engine_vs_session(void) {
+    test_begin("engine vs session");
+    inf_model *m = load(path_q8, 2, INF_KV_F32);
+    if (!m) return;
+    req_spec sp = {.n_prompt = 77, .max_tokens = 3, .n = 1};
+    for (int i = 0; i < sp.n_prompt; i++) sp.prompt[i] = (int32_t)rnd(N_VOCAB);
+    inf_engine_options eo;
+    engine_opts(&eo, false, 16, 512);
+    outcome o;
+    outcome_init(&o);
+    run_specs(m, &eo, &sp, 1, &o);
+    inf_session *s = NULL;
+    inf_error err = {0};
+    float *logits = malloc(N_VOCAB * sizeof(float));
+    TEST_CHECK(inf_session_new(m, 256, &s, &err) == INF_OK, "session");
+    TEST_CHECK(inf_session_eval(s, sp.prompt, sp.n_prompt, INF_LOGITS_LAST, logits, &err) == INF_OK, "eval");
+    double worst = 0;
+    for (int i = 0; i < N_VOCAB; i++) worst = fmax(worst, fabs((double)logits[i] - o.c[0].logits[i]));
+    TEST_CHECK(worst < 1e-4, "engine vs session: max |diff| %.3g", worst);
+    for (int t = 1; t < o.c[0].n; t++) {
+        TEST_CHECK(inf_session_eval(s, &o.c[0].tokens[t - 1], 1, INF_LOGITS_LAST, logits, &err) == INF_OK, "decode");
+        worst = 0;
+        for (int i = 0; i < N_VOCAB; i++) worst = fmax(worst, fabs((double)logits[i] - o.c[0].logits[(size_t)t * N_VOCAB + i]));
+        TEST_CHECK(worst < 1e-4, "decode step %d: max |diff| %.3g", t, worst);
+    }
+    free(logits);
+    inf_session_free(s);
+    outcome_free(&o);
+    inf_model_free(m);
+}
+
+/* ------------------------------------------------------------------ pool and tree */
+
+static void test_kv_cache(void) {
+    test_begin("kv cache: LRU eviction, partial blocks, copy on write");
+    inf_model *m = load(path_q8, 1, INF_KV_F16);
+    if (!m) return;
+    kv_cache c;
+    inf_error err = {0};
+    TEST_CHECK(kv_cache_init(&c, m, 4, 6, true, &err) == INF_OK, "init: %s", err.msg);
+    /* three sequences of 8 tokens (2 blocks each) finish into the tree */
+    int32_t toks[3][8], blocks[3][2];
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < 8; i++) toks[s][i] = 100 * s + i;
+        blocks[s][0] = kv_cache_alloc(&c), blocks[s][1] = kv_cache_alloc(&c);
+        kv_cache_insert(&c, toks[s], 8, blocks[s]);
+        kv_cache_unref(&c, blocks[s][0]), kv_cache_unref(&c, blocks[s][1]);
+    }
+    TEST_CHECK(c.n_free == 0 && c.n_evictable == 6, "all six blocks cached: %d free, %d evictable", c.n_free, c.n_evictable);
+    /* use sequence 0 again: it becomes the most recent */
+    int32_t got[2];
+    TEST_CHECK(kv_cache_match(&c, toks[0], 8, got) == 8 && got[0] == blocks[0][0] && got[1] == blocks[0][1], "match seq 0");
+    TEST_CHECK(c.n_evictable == 4, "held blocks are not evictable: %d", c.n_evictable);
+    kv_cache_unref(&c, got[0]), kv_cache_unref(&c, got[1]);
+    /* allocation evicts leaves least recently used first: seq 1's tail, then seq 1's head (now a leaf) */
+    const int32_t a = kv_cache_alloc(&c), b = kv_cache_alloc(&c);
+    TEST_CHECK(a == blocks[1][1] && b == blocks[1][0], "LRU order: got %d, %d; want %d, %d", a, b, blocks[1][1], blocks[1][0]);
+    TEST_CHECK(c.evictions == 2, "two evictions counted");
+    kv_cache_unref(&c, b);
+    int ev;
+    TEST_CHECK(kv_cache_peek(&c, toks[1], 8, &ev) == 0, "seq 1 is gone");
+    TEST_CHECK(kv_cache_peek(&c, toks[2], 6, &ev) == 6 && ev == 2, "a partial match of seq 2: 6 tokens over 2 evictable blocks");
+    /* a partial block: 3 tokens under seq 2's first block */
+    int32_t part[7] = {200, 201, 202, 203, 7, 8, 9};
+    int32_t pb[2] = {blocks[2][0], a};
+    kv_cache_ref(&c, blocks[2][0]);
+    kv_cache_insert(&c, part, 7, pb);
+    kv_cache_unref(&c, pb[0]), kv_cache_unref(&c, pb[1]);
+    TEST_CHECK(kv_cache_peek(&c, part, 7, &ev) == 7, "the partial node matches 7 tokens");
+    int32_t longer[9] = {200, 201, 202, 203, 7, 8, 9, 10, 11};
+    TEST_CHECK(kv_cache_match(&c, longer, 9, got) == 7 && got[1] == a, "a longer prompt uses the partial block");
+    TEST_CHECK(c.ref[a] == 2, "the partial block is shared: ref %d", c.ref[a]);
+    /* copy on write: the engine copies a shared block before writing it */
+    const int32_t copy = kv_cache_alloc(&c);
+    TEST_CHECK(copy >= 0 && copy != a, "a block for the copy");
+    kv_cache_copy_block(&c, copy, a);
+    kv_cache_unref(&c, a);
+    TEST_CHECK(c.ref[a] == 1 && c.node_of[a], "the tree still holds the original");
+    kv_cache_unref(&c, got[0]), kv_cache_unref(&c, copy);
+    int held = 0;
+    for (int i = 0; i < 6; i++) held += c.ref[i];
+    TEST_CHECK(held == c.n_nodes && c.n_free + c.n_evictable == 6, "only the tree holds blocks: %d refs, %d nodes", held,
+               c.n_nodes);
+    kv_cache_free(&c);
+    inf_model_free(m);
+}
+
+/* ------------------------------------------------------------------ accounting, queueing, cancelling */
+
+typedef struct churn {
+    outcome o;
+    uint64_t id;
+    int n; /* completions */
+    bool submitted;
+} churn;
+
+static void test_accounting(bool prefix) {
+    char what[64];
+    snprintf(what, sizeof what, "accounting over random requests, prefix %s", prefix ? "on" : "off");
+    test_begin(what);
+    inf_model *m = load(path_q8, 2, INF_KV_F16);
+    if (!m) return;
+    inf_engine_options eo;
+    engine_opts(&eo, prefix, 8, 16);
+    eo.kv_pool_tokens = 8 * 40; /* 40 blocks: requests queue */
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    TEST_CHECK(inf_engine_new(m, &eo, &e, &err) == INF_OK, "engine: %s", err.msg);
+    enum { N = 2000, LIVE = 24 };
+    static churn live[LIVE];
+    memset(live, 0, sizeof live);
+    int32_t stem[64];
+    for (int i = 0; i < 64; i++) stem[i] = (int32_t)rnd(N_VOCAB);
+    int made = 0, done = 0, cancelled = 0, refused = 0;
+    bool ok = e != NULL;
+    for (int step = 0; ok && step < 200000 && done + refused < N; step++) {
+        for (int k = 0; k < 3 && made < N; k++) {
+            churn *slot = &live[rnd(LIVE)];
+            if (slot->submitted) continue;
+            memset(&slot->o, 0, sizeof slot->o);
+            req_spec sp = {.n_prompt = 1 + (int)rnd(60), .max_tokens = 1 + (int)rnd(6), .n = 1 + (int)rnd(3) / 2,
+                           .temperature = 0.8f, .seed = (uint64_t)made};
+            for (int t = 0; t < sp.n_prompt; t++) sp.prompt[t] = rnd(3) ? stem[t] : (int32_t)rnd(N_VOCAB);
+            if (rnd(50) == 0) sp.n_prompt = 90, sp.max_tokens = 400; /* can never fit: refused */
+            inf_request r;
+            make_request(&sp, &slot->o, &r);
+            r.want_logits = false;
+            made++;
+            if (inf_engine_submit(e, &r, &slot->id, &err) != INF_OK) {
+                refused++;
+                continue;
+            }
+            slot->submitted = true;
+            slot->n = sp.n;
+        }
+        if (rnd(4) == 0) {
+            churn *slot = &live[rnd(LIVE)];
+            if (slot->submitted && inf_engine_cancel(e, slot->id)) cancelled++;
+        }
+        bool busy;
+        ok = TEST_CHECK(inf_engine_step(e, &busy, &err) == INF_OK, "step: %s", err.msg);
+        for (int i = 0; i < LIVE; i++)
+            if (live[i].submitted && live[i].o.n_done == live[i].n) {
+                done++;
+                live[i].submitted = false;
+            }
+    }
+    bool busy = true;
+    for (int i = 0; busy && i < 100000; i++) inf_engine_step(e, &busy, &err);
+    inf_engine_stats st;
+    inf_engine_get_stats(e, &st);
+    TEST_CHECK(refused > 0 && cancelled > 0, "the churn refused (%d) and cancelled (%d) requests", refused, cancelled);
+    TEST_CHECK(st.running == 0 && st.queued == 0, "idle at the end");
+    TEST_CHECK(st.blocks_free + st.blocks_cached == st.blocks_total, "no block leaked: %d free + %d cached of %d",
+               st.blocks_free, st.blocks_cached, st.blocks_total);
+    if (!prefix) TEST_CHECK(st.blocks_free == st.blocks_total, "without the prefix cache every block is free");
+    else TEST_CHECK(st.prefix_hit_tokens > 0 && st.prefix_evictions > 0, "hits %llu, evictions %llu",
+                    (unsigned long long)st.prefix_hit_tokens, (unsigned long long)st.prefix_evictions);
+    inf_engine_free(e);
+    inf_model_free(m);
+}
+
+static void step_until_idle(inf_engine *e) {
+    bool busy = true;
+    inf_error err;
+    for (int i = 0; busy && i < 10000; i++)
+        if (inf_engine_step(e, &busy, &err)) break;
+}
+
+static void test_queue_and_cancel(void) {
+    test_begin("queueing, refusal, cancellation");
+    inf_model *m = load(path_q8, 2, INF_KV_F16);
+    if (!m) return;
+    inf_engine_options eo;
+    engine_opts(&eo, false, 16, 16);
+    eo.kv_pool_tokens = 128; /* 8 blocks */
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    TEST_CHECK(inf_engine_new(m, &eo, &e, &err) == INF_OK, "engine: %s", err.msg);
+
+    /* each needs 6 of the 8 blocks: they run one at a time, none fails */
+    req_spec sp = {.n_prompt = 50, .max_tokens = 40, .n = 1};
+    for (int i = 0; i < sp.n_prompt; i++) sp.prompt[i] = (int32_t)rnd(N_VOCAB);
+    outcome o[3];
+    for (int i = 0; i < 3; i++) {
+        memset(&o[i], 0, sizeof o[i]);
+        inf_request r;
+        make_request(&sp, &o[i], &r);
+        r.want_logits = false;
+        TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit %d: %s", i, err.msg);
+    }
+    int most_running = 0;
+    bool busy = true;
+    for (int i = 0; busy && i < 1000; i++) {
+        inf_engine_step(e, &busy, &err);
+        inf_engine_stats st;
+        inf_engine_get_stats(e, &st);
+        if (st.running > most_running) most_running = st.running;
+    }
+    TEST_CHECK(most_running == 1, "a full pool runs one at a time (%d)", most_running);
+    for (int i = 0; i < 3; i++)
+        TEST_CHECK(o[i].c[0].done && o[i].c[0].finish == INF_FINISH_LENGTH && o[i].c[0].n == 40,
+                   "request %d completed: done %d, %s, %d tokens", i, o[i].c[0].done, inf_finish_reason_name(o[i].c[0].finish),
+                   o[i].c[0].n);
+
+    /* never fits: refused at once */
+    req_spec big = {.n_prompt = 90, .max_tokens = 60, .n = 1};
+    outcome ob;
+    memset(&ob, 0, sizeof ob);
+    inf_request r;
+    make_request(&big, &ob, &r);
+    TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_ERR_CONTEXT_FULL, "a request that can never fit is refused");
+    TEST_CHECK(strstr(err.msg, "KV blocks") != NULL, "the error says why: %s", err.msg);
+    /* bad input */
+    req_spec bad = {.n_prompt = 3, .prompt = {1, N_VOCAB, 2}, .n = 1};
+    make_request(&bad, &ob, &r);
+    TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_ERR_INVALID && strstr(err.msg, "index 1"), "bad id: %s", err.msg);
+
+    /* cancel during prefill: a 200-token prompt in chunks of 16 */
+    inf_engine_free(e);
+    eo.kv_pool_tokens = 0;
+    TEST_CHECK(inf_engine_new(m, &eo, &e, &err) == INF_OK, "engine: %s", err.msg);
+    req_spec lp = {.n_prompt = 90, .max_tokens = 50, .n = 1};
+    for (int i = 0; i < lp.n_prompt; i++) lp.prompt[i] = (int32_t)rnd(N_VOCAB);
+    outcome oc[3];
+    uint64_t ids[3];
+    for (int i = 0; i < 3; i++) {
+        memset(&oc[i], 0, sizeof oc[i]);
+        make_request(&lp, &oc[i], &r);
+        r.want_logits = false;
+        TEST_CHECK(inf_engine_submit(e, &r, &ids[i], &err) == INF_OK, "submit");
+    }
+    for (int i = 0; i < 2; i++) inf_engine_step(e, &busy, &err);
+    TEST_CHECK(inf_engine_cancel(e, ids[0]), "cancel in prefill");
+    inf_engine_step(e, &busy, &err);
+    TEST_CHECK(oc[0].c[0].done && oc[0].c[0].finish == INF_FINISH_CANCELLED && oc[0].c[0].n == 0,
+               "cancelled within one step, before any token");
+    TEST_CHECK(!inf_engine_cancel(e, ids[0]), "a finished request cannot be cancelled again");
+    for (int i = 0; i < 20 && oc[1].c[0].n < 3; i++) inf_engine_step(e, &busy, &err);
+    TEST_CHECK(inf_engine_cancel(e, ids[1]), "cancel in decode");
+    const int had = oc[1].c[0].n;
+    inf_engine_step(e, &busy, &err);
+    TEST_CHECK(oc[1].c[0].done && oc[1].c[0].finish == INF_FINISH_CANCELLED && oc[1].c[0].n == had,
+               "cancelled in decode within one step");
+    step_until_idle(e);
+    TEST_CHECK(oc[2].c[0].done && oc[2].c[0].finish == INF_FINISH_LENGTH, "the third one completed");
+    inf_engine_stats st;
+    inf_engine_get_stats(e, &st);
+    TEST_CHECK(st.blocks_free == st.blocks_total, "cancelling freed the blocks: %d of %d", st.blocks_free, st.blocks_total);
+    /* cancel while queued */
+    make_request(&lp, &oc[0], &r);
+    memset(&oc[0], 0, sizeof oc[0]);
+    TEST_CHECK(inf_engine_submit(e, &r, &ids[0], &err) == INF_OK, "submit");
+    TEST_CHECK(inf_engine_cancel(e, ids[0]), "cancel queued");
+    inf_engine_step(e, &busy, &err);
+    TEST_CHECK(oc[0].c[0].done && oc[0].c[0].finish == INF_FINISH_CANCELLED && !busy, "queued request cancelled");
+    inf_engine_free(e);
+    inf_model_free(m);
+}
+
+/* ------------------------------------------------------------------ threads */
+
+typedef struct thread_job {
+    inf_engine *e;
+    int seed;
+    atomic_int *done_events;
+    int submitted;
+} thread_job;
+
+static void count_done(const inf_event *ev, void *user) {
+    if (ev->kind == INF_EVENT_DONE) atomic_fetch_add((atomic_int *)user, 1);
+}
+
+static void *submitter(void *arg) {
+    thread_job *j = arg;
+    for (int i = 0; i < 12; i++) {
+        int32_t prompt[20];
+        for (int t = 0; t < 20; t++) prompt[t] = (int32_t)((j->seed * 31 + i * 7 + t) % N_VOCAB);
+        inf_request r;
+        inf_request_default(&r);
+        r.prompt = prompt;
+        r.n_prompt = 10 + (size_t)(i % 10);
+        r.max_tokens = 1 + i % 5;
+        r.ignore_eog = true;
+        r.sampling.temperature = 0;
+        r.on_event = count_done;
+        r.user = j->done_events;
+        uint64_t id;
+        inf_error err;
+        if (inf_engine_submit(j->e, &r, &id, &err) == INF_OK) {
+            j->submitted++;
+            if (i % 3 == 0) inf_engine_cancel(j->e, id);
+        }
+        inf_engine_stats st;
+        inf_engine_get_stats(j->e, &st);
+    }
+    return NULL;
+}
+
+static void *driver(void *arg) {
+    inf_error err;
+    inf_engine_run(arg, &err);
+    return NULL;
+}
+
+static void test_threads(void) {
+    test_begin("submit and cancel from other threads");
+    inf_model *m = load(path_q8, 2, INF_KV_F16);
+    if (!m) return;
+    inf_engine_options eo;
+    engine_opts(&eo, true, 16, 16);
+    inf_engine *e = NULL;
+    inf_error err;
+    TEST_CHECK(inf_engine_new(m, &eo, &e, &err) == INF_OK, "engine");
+    atomic_int done = 0;
+    pthread_t drv, sub[3];
+    thread_job jobs[3];
+    pthread_create(&drv, NULL, driver, e);
+    for (int i = 0; i < 3; i++) {
+        jobs[i] = (thread_job){.e = e, .seed = i + 1, .done_events = &done};
+        pthread_create(&sub[i], NULL, submitter, &jobs[i]);
+    }
+    int submitted = 0;
+    for (int i = 0; i < 3; i++) pthread_join(sub[i], NULL), submitted += jobs[i].submitted;
+    for (int i = 0; i < 6000 && atomic_load(&done) < submitted; i++) usleep(5000); /* at most 30 s */
+    inf_engine_stop(e);
+    pthread_join(drv, NULL);
+    TEST_CHECK(atomic_load(&done) == submitted, "every request ended: %d of %d", atomic_load(&done), submitted);
+    inf_engine_free(e);
+    inf_model_free(m);
+}
+
+static void cleanup(void) {
+    unlink(path_q8);
+    unlink(path_f32);
+    rmdir(tmpdir);
+}
+
+int main(int argc, char **argv) {
+    const bool threads_only = argc > 1 && !strcmp(argv[1], "--threads-only");
+    if (!mkdtemp(tmpdir)) return 1;
+    atexit(cleanup);
+    snprintf(path_q8, sizeof path_q8, "%s/q8.gguf", tmpdir);
+    snprintf(path_f32, sizeof path_f32, "%s/f32.gguf", tmpdir);
+    write_model(path_q8, INF_DTYPE_Q8_0);
+    write_model(path_f32, INF_DTYPE_F32);
+    if (!threads_only) {
+        static const char *isas[] = {"ref", "avx2", "avx512", "avx512+amx", "neon"};
+        for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
+            setenv("INFERNO_ISA", isas[i], 1);
+            inf_load_options opt;
+            inf_load_options_default(&opt);
+            inf_model *probe = NULL;
+            if (inf_model_load(path_q8, &opt, &probe, NULL) != INF_OK) {
+                printf("%s: not supported on this CPU, skipped\n", isas[i]);
+                continue;
+            }
+            inf_model_free(probe);
+            for (int t = 1; t <= 3; t++) {
+                test_invariance(isas[i], t, INF_DTYPE_Q8_0, true);
+                test_invariance(isas[i], t, INF_DTYPE_Q8_0, false);
+                if (t == 2) test_invariance(isas[i], t, INF_DTYPE_F32, false);
+            }
+        }
+        unsetenv("INFERNO_ISA");
+        test_prefix_hits();
+        test_parallel_sampling();
+        test_engine_vs_session();
+        test_kv_cache();
+        test_accounting(true);
+        test_accounting(false);
+        test_queue_and_cancel();
+    }
+    test_threads();
+    return test_summary();
+}
