@@ -435,6 +435,7 @@ typedef struct inf_token_logprob {
 typedef enum inf_event_kind {
     INF_EVENT_TOKEN = 0, /* a generated token */
     INF_EVENT_DONE,      /* a completion ended; the last event of its index */
+    INF_EVENT_PROMPT,    /* prompt progress (report_progress): n_cached of n_prompt are in */
 } inf_event_kind;
 
 typedef struct inf_event {
@@ -444,7 +445,9 @@ typedef struct inf_event {
     /* TOKEN: the token and what it releases. text is the UTF-8 that the
      * detokenizer and the stop matcher let out with this token (often empty:
      * held back as a possible stop string or an unfinished character; at
-     * an end-of-turn token, never its own text). DONE: text is what was
+     * an end-of-turn token, never its own text). A stop string never spans
+     * Qwen3's <think> or </think>: at those tokens the held text is released
+     * first, so text ends with the tag's own text. DONE: text is what was
      * still held when the completion ended (a matched stop string and what
      * follows it are never released). Valid during the callback. */
     int32_t token;
@@ -454,10 +457,11 @@ typedef struct inf_event {
     const inf_token_logprob *top;   /* the top_logprobs most likely tokens, most likely first */
     int n_top;
     const float *logits;            /* want_logits: the n_vocab logits token was sampled from */
-    /* DONE */
+    /* DONE (and PROMPT: n_prompt, n_cached) */
     inf_finish_reason finish;
+    int stop_index;      /* STOP: the stop string that matched, or -1 (an end-of-turn token) */
     int n_prompt;        /* prompt tokens */
-    int n_cached;        /* of them, reused from the prefix cache */
+    int n_cached;        /* DONE: of them, reused from the prefix cache; PROMPT: in the cache so far */
     int n_generated;     /* tokens of this completion (an end-of-turn token included) */
     double queue_ms;     /* submission to admission */
     double prefill_ms;   /* admission to the first token */
@@ -478,6 +482,7 @@ typedef struct inf_request {
     int top_logprobs;               /* 0..20 alternatives per token */
     bool ignore_eog;                /* do not stop at end-of-turn tokens */
     bool want_logits;               /* fill inf_event.logits */
+    bool report_progress;           /* PROMPT events after each prompt chunk */
     inf_event_fn on_event;          /* required */
     void *user;
 } inf_request;

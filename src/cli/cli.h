@@ -133,11 +133,6 @@ void cli_sampling_args_free(cli_sampling_args *a);
 /* The help text of the sampling flags. */
 extern const char *cli_sampling_help;
 
-/* Evaluates tokens in chunks of 512 with a progress bar; stops early (returning
- * INF_OK with *interrupted) on Ctrl-C. Logits of the last token go to logits. */
-inf_status cli_prefill(inf_session *s, const int32_t *ids, size_t n, float *logits, bool *interrupted,
-                       inf_error *err);
-
 typedef enum cli_stop_reason {
     CLI_STOP_EOG,       /* an end-of-turn token */
     CLI_STOP_STRING,    /* a stop string */
@@ -149,13 +144,23 @@ typedef enum cli_stop_reason {
 
 const char *cli_stop_reason_name(cli_stop_reason r); /* "eog", "stop", "length", "context", "interrupt", "error" */
 
-/* One generation after an evaluated prompt. */
+/* An engine for one sequence at a time, as run and chat use it: context
+ * n_ctx, the prefix cache on when reuse is true (chat's turns). NULL after
+ * printing the error. */
+inf_engine *cli_engine_new(const char *cmd, inf_model *m, int n_ctx, bool reuse);
+
+/* One generation: the prompt through the engine, then tokens until an
+ * end-of-turn token, a stop string, n_predict tokens, a full context or
+ * Ctrl-C (which cancels the request). */
 typedef struct cli_generation {
     /* in */
-    inf_session *session;
-    inf_sampler *sampler;
+    inf_engine *engine;
     const inf_tokenizer *tok;  /* NULL: ids are emitted as text */
-    inf_stop_matcher *stops;   /* may be NULL */
+    const int32_t *prompt;
+    size_t n_prompt;
+    inf_sampler_params sampling;
+    const char *const *stops;
+    size_t n_stops;
     long n_predict;            /* < 0: until the context is full */
     bool ignore_eos;
     /* receives the released text in order; thinking is true from a <think>
@@ -166,14 +171,21 @@ typedef struct cli_generation {
     int32_t *ids;              /* sampled tokens, end-of-turn excluded (malloc'd) */
     size_t n_ids;
     cli_stop_reason stop;
+    int stop_index;            /* CLI_STOP_STRING: which stop string */
+    int n_cached;              /* prompt tokens the prefix cache gave */
+    double t_start_s;          /* submitted */
     double t_first_s;          /* when the first token was sampled */
     double t_end_s;
     long n_decoded;            /* tokens run through the model after the prompt */
     inf_error err;             /* when stop == CLI_STOP_ERROR */
+    /* state */
+    int32_t think_open, think_close;
+    bool thinking, failed;
+    size_t cap_ids;
+    cli_progress bar;
 } cli_generation;
 
-/* Runs the loop from logits (those of the prompt's last token; overwritten). */
-void cli_generate(cli_generation *g, float *logits);
+void cli_generate(cli_generation *g);
 
 /* One chat message. */
 typedef struct cli_message {

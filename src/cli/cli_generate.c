@@ -167,28 +167,6 @@ void cli_sampling_args_free(cli_sampling_args *a) {
     a->n_stops = a->n_bias = 0;
 }
 
-inf_status cli_prefill(inf_session *s, const int32_t *ids, size_t n, float *logits, bool *interrupted,
-                       inf_error *err) {
-    *interrupted = false;
-    cli_progress bar;
-    cli_progress_begin(&bar, "prompt");
-    inf_status st = INF_OK;
-    for (size_t done = 0; done < n && !st;) {
-        if (cli_interrupted) {
-            *interrupted = true;
-            break;
-        }
-        size_t chunk = n - done < PREFILL_CHUNK ? n - done : PREFILL_CHUNK;
-        bool last = done + chunk == n;
-        st = inf_session_eval(s, ids + done, (int)chunk, last ? INF_LOGITS_LAST : INF_LOGITS_NONE,
-                              last ? logits : NULL, err);
-        done += chunk;
-        cli_progress_update(&bar, (double)done / (double)n);
-    }
-    cli_progress_end(&bar);
-    return st;
-}
-
 const char *cli_stop_reason_name(cli_stop_reason r) {
     switch (r) {
     case CLI_STOP_EOG: return "eog";
@@ -201,117 +179,133 @@ const char *cli_stop_reason_name(cli_stop_reason r) {
     return "?";
 }
 
-/* Text through the stop matcher (when there is one) to emit; true once a stop matched. */
-static bool release(cli_generation *g, const char *text, size_t len, bool thinking) {
-    if (!g->stops) {
-        if (len) g->emit(g->user, text, len, thinking);
-        return false;
+inf_engine *cli_engine_new(const char *cmd, inf_model *m, int n_ctx, bool reuse) {
+    inf_engine_options eo;
+    inf_engine_options_default(&eo);
+    eo.n_ctx = n_ctx;
+    eo.max_seqs = 1;
+    eo.prefill_chunk = PREFILL_CHUNK;
+    eo.kv_pool_tokens = n_ctx;
+    eo.no_prefix_cache = !reuse;
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    if (inf_engine_new(m, &eo, &e, &err)) {
+        cli_fail_error(cmd, &err);
+        return NULL;
     }
-    const char *out;
-    size_t n;
-    bool stopped;
-    if (inf_stop_matcher_push(g->stops, text, len, &out, &n, &stopped, &g->err)) {
-        g->stop = CLI_STOP_ERROR;
-        return true;
-    }
-    if (n) g->emit(g->user, out, n, thinking);
-    if (stopped) g->stop = CLI_STOP_STRING;
-    return stopped;
+    return e;
 }
 
-static void release_held(cli_generation *g, bool thinking) {
-    if (!g->stops) return;
-    const char *out;
-    size_t n;
-    inf_stop_matcher_flush(g->stops, &out, &n);
-    if (n) g->emit(g->user, out, n, thinking);
-}
-
-/* Decides and emits one token's text; true when generation must end. */
-static bool emit_token(cli_generation *g, inf_detok_stream *ds, int32_t id, int32_t think_open,
-                       int32_t think_close, bool *thinking) {
-    char piece[INF_DETOK_STREAM_MAX_OUT];
-    size_t n;
-    if (!g->tok) {
-        n = (size_t)snprintf(piece, sizeof piece, "%s%d", g->n_ids > 1 ? " " : "", id);
-        return release(g, piece, n, *thinking);
-    }
-    if (inf_detok_stream_push(g->tok, ds, id, piece, sizeof piece, &n, &g->err)) {
-        g->stop = CLI_STOP_ERROR;
-        return true;
-    }
-    if (id >= 0 && (id == think_open || id == think_close)) {
-        /* a stop string never spans a think tag: what was held is decided now */
-        release_held(g, *thinking);
-        if (n) g->emit(g->user, piece, n, true);
-        *thinking = id == think_open;
-        return false;
-    }
-    return release(g, piece, n, *thinking);
-}
-
-static bool push_id(cli_generation *g, int32_t id, size_t *cap) {
-    if (g->n_ids == *cap) {
-        size_t nc = *cap ? 2 * *cap : 256;
+static bool push_id(cli_generation *g, int32_t id) {
+    if (g->n_ids == g->cap_ids) {
+        size_t nc = g->cap_ids ? 2 * g->cap_ids : 256;
         int32_t *ids = realloc(g->ids, nc * sizeof *ids);
         if (!ids) return false;
         g->ids = ids;
-        *cap = nc;
+        g->cap_ids = nc;
     }
     g->ids[g->n_ids++] = id;
     return true;
 }
 
-void cli_generate(cli_generation *g, float *logits) {
-    int32_t think_open = g->tok ? inf_tokenizer_find_special(g->tok, "<think>") : -1;
-    int32_t think_close = g->tok ? inf_tokenizer_find_special(g->tok, "</think>") : -1;
-    bool thinking = false, first = true;
-    inf_detok_stream ds;
-    inf_detok_stream_init(&ds);
-    size_t cap = 0;
-    g->ids = NULL;
-    g->n_ids = 0;
-    g->n_decoded = 0;
-    g->stop = CLI_STOP_LENGTH;
-    g->t_first_s = g->t_end_s = cli_now_s();
-    for (;;) {
-        if (g->n_predict >= 0 && (long)g->n_ids >= g->n_predict) break;
-        if (cli_interrupted) {
-            g->stop = CLI_STOP_INTERRUPT;
-            break;
-        }
-        int32_t id = inf_sampler_sample(g->sampler, logits);
-        if (first) g->t_first_s = cli_now_s();
-        first = false;
-        if (!g->ignore_eos && g->tok && inf_tokenizer_is_eog(g->tok, id)) {
-            g->stop = CLI_STOP_EOG;
-            break;
-        }
-        inf_sampler_accept(g->sampler, id);
-        if (!push_id(g, id, &cap)) {
-            g->stop = CLI_STOP_ERROR;
-            snprintf(g->err.msg, sizeof g->err.msg, "out of memory after %zu tokens", g->n_ids);
-            break;
-        }
-        if (emit_token(g, &ds, id, think_open, think_close, &thinking)) break;
-        if (g->n_predict >= 0 && (long)g->n_ids >= g->n_predict) break;
-        if (cli_interrupted) {
-            g->stop = CLI_STOP_INTERRUPT;
-            break;
-        }
-        if (inf_session_eval(g->session, &id, 1, INF_LOGITS_LAST, logits, &g->err)) {
-            g->stop = g->err.status == INF_ERR_CONTEXT_FULL ? CLI_STOP_CONTEXT : CLI_STOP_ERROR;
-            break;
-        }
-        g->n_decoded++;
+/* Emits a token's released text; at a think tag the text before the tag's
+ * own bytes belongs to the part that the tag ends. */
+static void emit_text(cli_generation *g, int32_t id, const char *text, size_t len) {
+    if (id >= 0 && (id == g->think_open || id == g->think_close)) {
+        size_t tag_len = 0;
+        inf_tokenizer_token_bytes(g->tok, id, &tag_len);
+        const size_t before = len >= tag_len ? len - tag_len : 0;
+        if (before) g->emit(g->user, text, before, g->thinking);
+        g->thinking = id == g->think_open;
+        if (len > before) g->emit(g->user, text + before, len - before, true);
+        return;
     }
-    g->t_end_s = cli_now_s();
-    if (g->stop == CLI_STOP_STRING || g->stop == CLI_STOP_ERROR) return;
-    /* the stream ended without a stop string: release what is pending */
-    char tail[8];
-    size_t n = g->tok ? inf_detok_stream_flush(&ds, tail, sizeof tail) : 0;
-    if (n && release(g, tail, n, thinking)) return;
-    release_held(g, thinking);
+    if (len) g->emit(g->user, text, len, g->thinking);
+}
+
+static void on_event(const inf_event *ev, void *user) {
+    cli_generation *g = user;
+    switch (ev->kind) {
+    case INF_EVENT_PROMPT:
+        cli_progress_update(&g->bar, (double)ev->n_cached / (double)ev->n_prompt);
+        break;
+    case INF_EVENT_TOKEN:
+        if (!g->n_ids) {
+            g->t_first_s = cli_now_s();
+            cli_progress_end(&g->bar);
+        }
+        if (!push_id(g, ev->token)) g->failed = true;
+        if (g->tok) {
+            emit_text(g, ev->token, ev->text, ev->text_len);
+        } else { /* no tokenizer: the ids are the text */
+            char piece[16];
+            const int n = snprintf(piece, sizeof piece, "%s%d", g->n_ids > 1 ? " " : "", ev->token);
+            g->emit(g->user, piece, (size_t)n, false);
+        }
+        break;
+    case INF_EVENT_DONE:
+        cli_progress_end(&g->bar);
+        if (ev->text_len) g->emit(g->user, ev->text, ev->text_len, g->thinking);
+        g->t_end_s = cli_now_s();
+        if (!g->n_ids) g->t_first_s = g->t_end_s;
+        g->n_cached = ev->n_cached;
+        g->n_decoded = ev->n_generated > 0 ? ev->n_generated - 1 : 0;
+        g->stop_index = ev->stop_index;
+        switch (ev->finish) {
+        case INF_FINISH_STOP: g->stop = ev->stop_index >= 0 ? CLI_STOP_STRING : CLI_STOP_EOG; break;
+        case INF_FINISH_LENGTH: g->stop = CLI_STOP_LENGTH; break;
+        case INF_FINISH_CONTEXT: g->stop = CLI_STOP_CONTEXT; break;
+        case INF_FINISH_CANCELLED: g->stop = CLI_STOP_INTERRUPT; break;
+        }
+        break;
+    }
+}
+
+void cli_generate(cli_generation *g) {
+    g->think_open = g->tok ? inf_tokenizer_find_special(g->tok, "<think>") : -1;
+    g->think_close = g->tok ? inf_tokenizer_find_special(g->tok, "</think>") : -1;
+    g->thinking = g->failed = false;
+    g->ids = NULL;
+    g->n_ids = g->cap_ids = 0;
+    g->n_decoded = 0;
+    g->stop = CLI_STOP_ERROR;
+    g->stop_index = -1;
+    g->t_start_s = g->t_first_s = g->t_end_s = cli_now_s();
+    inf_request req;
+    inf_request_default(&req);
+    req.prompt = g->prompt;
+    req.n_prompt = g->n_prompt;
+    req.sampling = g->sampling;
+    req.stops = g->stops;
+    req.n_stops = g->n_stops;
+    req.max_tokens = g->n_predict < 0 ? 0 : (int)g->n_predict;
+    req.ignore_eog = g->ignore_eos;
+    req.report_progress = true;
+    req.on_event = on_event;
+    req.user = g;
+    if (g->n_predict == 0) { /* nothing to generate */
+        g->stop = CLI_STOP_LENGTH;
+        return;
+    }
+    uint64_t id;
+    if (inf_engine_submit(g->engine, &req, &id, &g->err)) {
+        if (g->err.status == INF_ERR_CONTEXT_FULL) g->stop = CLI_STOP_CONTEXT;
+        return;
+    }
+    cli_progress_begin(&g->bar, "prompt");
+    bool busy = true, cancelled = false;
+    while (busy) {
+        if (cli_interrupted && !cancelled) cancelled = inf_engine_cancel(g->engine, id);
+        if (inf_engine_step(g->engine, &busy, &g->err)) {
+            g->stop = CLI_STOP_ERROR;
+            break;
+        }
+    }
+    cli_progress_end(&g->bar);
+    if (g->failed) {
+        g->stop = CLI_STOP_ERROR;
+        snprintf(g->err.msg, sizeof g->err.msg, "out of memory after %zu tokens", g->n_ids);
+    }
 }
 
 inf_status cli_render_chat(const inf_chat_template *tmpl, const cli_message *msgs, size_t n, bool thinking,

@@ -36,6 +36,8 @@ static const char *usage_text =
     "usage: inferno bench -m MODEL [-t THREADS] [-p 17,511,2044] [-n 64] [-d 0,511,2044]\n"
     "                     [-r 5] [-c CTX] [--no-mmap] [--kv-type f32|f16|q8_0] [--no-warmup]\n"
     "                     [--bw-mib 1024] [--trace] [--json]\n"
+    "       inferno bench -m MODEL --parallel 1,2,4,8,16 [-n 32] [-d 64] [-r 3] ...\n"
+    "       inferno bench -m MODEL --prefix 1000 [--suffix 20] [-r 3] ...\n"
     "\n"
     "Measures prefill and decode speed. After one warm-up run per case, each case\n"
     "is repeated -r times and the median, min and max tokens/s are reported.\n"
@@ -55,6 +57,12 @@ static const char *usage_text =
     "               0 = do not measure)\n"
     "  --trace      print calls and time per op at exit (slows the run)\n"
     "  --json       one JSON object per line and case, then a summary object\n"
+    "  --parallel LIST  batched decode through the engine instead: N sequences,\n"
+    "               each with its own -d token prompt (default 64), decoded\n"
+    "               together for -n steps (default 32); aggregate tok/s per N\n"
+    "  --prefix P   time to first token of a request whose P-token prefix the\n"
+    "               engine's prefix cache holds, against the same request cold\n"
+    "  --suffix S   the tokens after the prefix (default 20)\n"
     "Decode cases report GB/s read per token (weights + KV rows) and its share\n"
     "of the sequential read bandwidth the bench measures with the same threads.\n"
     "Token ids are pseudo-random ordinary tokens, the same in every repetition.\n";
@@ -72,6 +80,10 @@ typedef struct bench_opts {
     bool warmup;
     bool json;
     long bw_mib;
+    int32_t *streams; /* --parallel: [n_streams] sequence counts */
+    size_t n_streams;
+    int prefix, suffix; /* --prefix, --suffix */
+    bool n_given, d_given;
 } bench_opts;
 
 enum { MAX_CASE_TOKENS = 1 << 24, MAX_REPS = 1000 };
@@ -113,12 +125,28 @@ static int parse_args(int argc, char **argv, bench_opts *o, bool *help) {
             if (!cli_parse_int(val, 0, MAX_CASE_TOKENS, &v))
                 return cli_fail(EXIT_USAGE, cmd, "-n wants a token count from 0, got '%s'", val);
             o->n_decode = (int)v;
+            o->n_given = true;
         } else if (!strcmp(f, "-d") || !strcmp(f, "--depth")) {
             if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
             free(o->depths);
             o->depths = NULL;
             if (!parse_counts(val, 0, false, &o->depths, &o->n_depths))
                 return cli_fail(EXIT_USAGE, cmd, "-d wants context depths like 0,511, got '%s'", val);
+            o->d_given = true;
+        } else if (!strcmp(f, "--parallel")) {
+            if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
+            free(o->streams);
+            o->streams = NULL;
+            if (!parse_counts(val, 1, false, &o->streams, &o->n_streams))
+                return cli_fail(EXIT_USAGE, cmd, "--parallel wants sequence counts like 1,4,16, got '%s'", val);
+            for (size_t k = 0; k < o->n_streams; k++)
+                if (o->streams[k] > 256) return cli_fail(EXIT_USAGE, cmd, "--parallel: at most 256 sequences, got %d", o->streams[k]);
+        } else if (!strcmp(f, "--prefix") || !strcmp(f, "--suffix")) {
+            if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
+            if (!cli_parse_int(val, 1, 1 << 20, &v))
+                return cli_fail(EXIT_USAGE, cmd, "%s wants a token count from 1, got '%s'", f, val);
+            if (f[2] == 'p') o->prefix = (int)v;
+            else o->suffix = (int)v;
         } else if (!strcmp(f, "-r") || !strcmp(f, "--repetitions")) {
             if (!(val = cli_flag_value(cmd, argc, argv, &i))) return EXIT_USAGE;
             if (!cli_parse_int(val, 1, MAX_REPS, &v))
@@ -413,10 +441,202 @@ static int bench_decode(bench_ctx *b, int n, int depth) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ engine cases */
+
+/* Counts a stream's tokens and notes when its first one came. */
+typedef struct stream_state {
+    int tokens;
+    bool done;
+    double t_first;
+} stream_state;
+
+static void on_stream_event(const inf_event *ev, void *user) {
+    stream_state *s = user;
+    if (ev->kind == INF_EVENT_DONE) {
+        s->done = true;
+    } else {
+        if (!s->tokens) s->t_first = now_s();
+        s->tokens++;
+    }
+}
+
+static bool all_started(const stream_state *s, int n) {
+    for (int i = 0; i < n; i++)
+        if (!s[i].tokens && !s[i].done) return false;
+    return true;
+}
+
+static int engine_fail(inf_engine *e, const inf_error *err) {
+    inf_engine_free(e);
+    return cli_fail_error("bench", err);
+}
+
+/* Steps until every stream is done (or cancelled). */
+static int drain(inf_engine *e, inf_error *err) {
+    bool busy = true;
+    while (busy)
+        if (inf_engine_step(e, &busy, err)) return -1;
+    return 0;
+}
+
+/* One --parallel case: N streams with D-token prompts (each its own ids),
+ * prefilled, then -n steps of one token each, timed; tok/s = N * n / time. */
+static int bench_parallel(bench_ctx *b, int n_streams) {
+    const bench_opts *o = b->o;
+    const int steps = o->n_decode, depth = o->n_depths ? o->depths[0] : 64;
+    inf_engine_options eo;
+    inf_engine_options_default(&eo);
+    eo.max_seqs = n_streams;
+    eo.n_ctx = depth + steps + n_streams + 8;
+    eo.no_prefix_cache = true;
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    if (inf_engine_new(b->model, &eo, &e, &err)) return cli_fail_error("bench", &err);
+    stream_state *st = calloc((size_t)n_streams, sizeof *st);
+    int32_t *prompt = malloc((size_t)depth * sizeof *prompt);
+    uint64_t *ids = calloc((size_t)n_streams, sizeof *ids);
+    if (!st || !prompt || !ids) {
+        free(st), free(prompt), free(ids);
+        inf_engine_free(e);
+        return cli_fail(EXIT_RUNTIME, "bench", "out of memory");
+    }
+    const int reps = o->reps + (o->warmup ? 1 : 0);
+    double tok_s[MAX_REPS + 1], seconds[MAX_REPS + 1];
+    char name[32];
+    snprintf(name, sizeof name, "parallel %d", n_streams);
+    int rc = 0;
+    for (int r = 0; r < reps && !rc; r++) {
+        progress(b, name, o->warmup ? r : r + 1);
+        memset(st, 0, (size_t)n_streams * sizeof *st);
+        for (int i = 0; i < n_streams && !rc; i++) {
+            /* stream i's ids: the bench's stream from seed TOKEN_SEED + i, as bench/llama_bench.c draws them */
+            token_stream ts = {TOKEN_SEED + (uint64_t)i, b->n_ordinary};
+            for (int t = 0; t < depth; t++) prompt[t] = next_token(&ts);
+            inf_request req;
+            inf_request_default(&req);
+            req.prompt = prompt;
+            req.n_prompt = (size_t)depth;
+            req.sampling.temperature = 0;
+            req.ignore_eog = true;
+            req.max_tokens = steps + n_streams + 2; /* nobody ends inside the timed steps */
+            req.on_event = on_stream_event;
+            req.user = &st[i];
+            if (inf_engine_submit(e, &req, &ids[i], &err)) rc = -1;
+        }
+        bool busy = true;
+        while (!rc && !all_started(st, n_streams))
+            if (inf_engine_step(e, &busy, &err)) rc = -1;
+        const double t0 = now_s();
+        for (int k = 0; k < steps && !rc; k++)
+            if (inf_engine_step(e, &busy, &err)) rc = -1;
+        const double dt = now_s() - t0;
+        for (int i = 0; i < n_streams; i++) inf_engine_cancel(e, ids[i]);
+        if (!rc) rc = drain(e, &err);
+        seconds[r] = dt;
+        tok_s[r] = dt > 0 ? (double)n_streams * steps / dt : 0;
+    }
+    progress(b, name, -1);
+    free(st), free(prompt), free(ids);
+    if (rc) return engine_fail(e, &err);
+    inf_engine_free(e);
+    double *timed = tok_s + (o->warmup ? 1 : 0), *timed_s = seconds + (o->warmup ? 1 : 0);
+    double samples[MAX_REPS];
+    memcpy(samples, timed_s, (size_t)o->reps * sizeof *samples);
+    spread speed = spread_of(timed, o->reps);
+    if (o->json) {
+        print_json_head(b, "parallel", steps, depth);
+        printf(", \"streams\": %d, \"tok_s_median\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f", n_streams,
+               speed.median, speed.min, speed.max);
+        print_json_samples(samples, o->reps);
+        printf("}\n");
+    } else {
+        printf("  %-14s %10.2f %10.2f %10.2f %11s %8s %6s\n", name, speed.median, speed.min, speed.max, "-", "-", "-");
+    }
+    fflush(stdout);
+    return 0;
+}
+
+/* Submits prompt[n] for one token; returns the ms to its first token, or -1. */
+static double ttft_ms(inf_engine *e, const int32_t *prompt, int n, inf_error *err) {
+    stream_state st = {0};
+    inf_request req;
+    inf_request_default(&req);
+    req.prompt = prompt;
+    req.n_prompt = (size_t)n;
+    req.sampling.temperature = 0;
+    req.max_tokens = 1;
+    req.on_event = on_stream_event;
+    req.user = &st;
+    const double t0 = now_s();
+    if (inf_engine_submit(e, &req, NULL, err) || drain(e, err)) return -1;
+    return 1e3 * (st.t_first - t0);
+}
+
+/* --prefix: per repetition a fresh prefix; the cold request (prefix +
+ * suffix) leaves the prefix in the cache, then the cached one (the prefix
+ * and another suffix) is timed. */
+static int bench_prefix(bench_ctx *b) {
+    const bench_opts *o = b->o;
+    const int np = o->prefix, ns = o->suffix ? o->suffix : 20;
+    inf_engine_options eo;
+    inf_engine_options_default(&eo);
+    eo.max_seqs = 1;
+    eo.n_ctx = np + ns + 8;
+    eo.kv_pool_tokens = 4 * eo.n_ctx;
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    if (inf_engine_new(b->model, &eo, &e, &err)) return cli_fail_error("bench", &err);
+    int32_t *prompt = malloc((size_t)(np + ns) * sizeof *prompt);
+    if (!prompt) {
+        inf_engine_free(e);
+        return cli_fail(EXIT_RUNTIME, "bench", "out of memory");
+    }
+    const int reps = o->reps + (o->warmup ? 1 : 0);
+    double cold[MAX_REPS + 1], cached[MAX_REPS + 1];
+    token_stream ts = {TOKEN_SEED, b->n_ordinary};
+    int rc = 0;
+    for (int r = 0; r < reps && !rc; r++) {
+        progress(b, "prefix cache", o->warmup ? r : r + 1);
+        for (int t = 0; t < np + ns; t++) prompt[t] = next_token(&ts);
+        cold[r] = ttft_ms(e, prompt, np + ns, &err);
+        for (int t = np; t < np + ns; t++) prompt[t] = next_token(&ts);
+        cached[r] = cold[r] < 0 ? -1 : ttft_ms(e, prompt, np + ns, &err);
+        if (cold[r] < 0 || cached[r] < 0) rc = -1;
+    }
+    progress(b, "prefix cache", -1);
+    free(prompt);
+    if (rc) return engine_fail(e, &err);
+    inf_engine_stats stats;
+    inf_engine_get_stats(e, &stats);
+    inf_engine_free(e);
+    const int skip = o->warmup ? 1 : 0;
+    spread c = spread_of(cold + skip, o->reps), h = spread_of(cached + skip, o->reps);
+    if (o->json) {
+        print_json_head(b, "prefix_cache", np + ns, np);
+        printf(", \"prefix\": %d, \"suffix\": %d, \"cold_ttft_ms_median\": %.3f, \"cold_ttft_ms_min\": %.3f, "
+               "\"cold_ttft_ms_max\": %.3f, \"cached_ttft_ms_median\": %.3f, \"cached_ttft_ms_min\": %.3f, "
+               "\"cached_ttft_ms_max\": %.3f, \"speedup\": %.2f, \"hit_tokens\": %llu}\n",
+               np, ns, c.median, c.min, c.max, h.median, h.min, h.max, h.median > 0 ? c.median / h.median : 0,
+               (unsigned long long)stats.prefix_hit_tokens);
+    } else {
+        printf("  prefix %d + suffix %d: time to first token cold %.2f ms, cached %.2f ms (%.1fx)\n", np, ns, c.median,
+               h.median, h.median > 0 ? c.median / h.median : 0);
+    }
+    fflush(stdout);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ command */
 
 static int run_cases(bench_ctx *b) {
     const bench_opts *o = b->o;
+    if (o->n_streams || o->prefix) {
+        for (size_t i = 0; i < o->n_streams; i++) {
+            int rc = bench_parallel(b, o->streams[i]);
+            if (rc) return rc;
+        }
+        return o->prefix ? bench_prefix(b) : 0;
+    }
     for (size_t i = 0; i < o->n_prefill; i++) {
         int rc = bench_prefill(b, o->prefill[i]);
         if (rc) return rc;
@@ -451,7 +671,8 @@ static int bench_model(bench_opts *o, int need) {
     b.tokens = malloc((size_t)need * sizeof *b.tokens);
     b.logits = malloc((size_t)b.info.n_vocab * sizeof *b.logits);
     if (!b.tokens || !b.logits) rc = cli_fail(EXIT_RUNTIME, "bench", "out of memory");
-    else if (inf_session_new(b.model, need, &b.session, &err)) rc = cli_fail_error("bench", &err);
+    else if (!o->n_streams && !o->prefix && inf_session_new(b.model, need, &b.session, &err))
+        rc = cli_fail_error("bench", &err);
     /* K and V: [n_layer][need][n_head_kv * head_dim] each */
     uint64_t kv_cache_bytes = 2u * inf_kv_type_bytes(o->model.kv_type, (size_t)b.info.n_layer * (size_t)need *
                                                           (size_t)b.info.n_head_kv * (size_t)b.info.head_dim);
@@ -509,7 +730,7 @@ static int bench_model(bench_opts *o, int need) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    static int32_t default_prefill[] = {17, 511, 2044}, default_depths[] = {0, 511, 2044};
+    static int32_t default_prefill[] = {17, 511, 2044}, default_depths[] = {0, 511, 2044}, engine_depth[] = {64};
     bench_opts o = {.model.kv_type = INF_KV_F16, .n_decode = 64, .reps = 5, .warmup = true, .bw_mib = 1024};
     bool help = false;
     int rc = parse_args(argc, argv, &o, &help);
@@ -524,6 +745,11 @@ int cmd_bench(int argc, char **argv) {
         if (!own_depths) {
             o.depths = default_depths;
             o.n_depths = sizeof default_depths / sizeof default_depths[0];
+        }
+        if (o.n_streams || o.prefix) { /* engine cases: -n and -d default to 32 and 64 */
+            if (!o.n_given) o.n_decode = 32;
+            if (!own_depths) o.depths = engine_depth, o.n_depths = 1;
+            o.n_prefill = 0;
         }
         /* the session holds the largest case: a prompt, or depth + decode steps */
         int need = 1;
@@ -542,5 +768,6 @@ int cmd_bench(int argc, char **argv) {
     }
     if (own_prefill) free(o.prefill);
     if (own_depths) free(o.depths);
+    free(o.streams);
     return rc;
 }

@@ -2,8 +2,8 @@
  * cmd_chat.c — `inferno chat`: an interactive conversation.
  *
  * Each turn renders the whole conversation with the chat template,
- * tokenizes it, and compares it with the tokens already in the KV cache:
- * the session is truncated to the common prefix and only the rest is
+ * tokenizes it, and hands it to the engine, whose prefix cache holds the
+ * earlier turns: only the tokens after the longest cached prefix are
  * evaluated. So a new turn costs its own tokens, plus the previous answer
  * again when the template rewrites it (Qwen3 drops the thinking of earlier
  * answers). When the conversation no longer fits the context, the oldest
@@ -65,20 +65,17 @@ typedef struct chat {
     inf_model *model;
     const inf_tokenizer *tok;
     inf_chat_template *tmpl;
-    inf_session *session;
-    inf_sampler *sampler;
-    inf_stop_matcher *stops;
+    inf_engine *engine;    /* one sequence at a time, with the prefix cache */
+    int n_ctx;
     cli_sampling_args *sampling;
-    float *logits;         /* [the model's n_vocab] logits of the last token */
-    int n_vocab;           /* tokens the sampler may pick (<= the tokenizer's) */
+    inf_sampler_params params; /* for the current thinking mode */
     long n_predict;
     bool think, hide_think, color, stats;
-    uint64_t seed;         /* of the first sampler; /reset restarts it */
+    uint64_t seed;         /* turn i samples with seed + i; /reset starts again */
+    uint64_t turns;
     char *system;          /* NULL: none */
     cli_message *msgs;     /* user / assistant turns, oldest first */
     size_t n_msgs, cap_msgs;
-    int32_t *cache;        /* the ids in the KV cache, [n_cache] */
-    size_t n_cache, cap_cache;
     /* the answer being streamed */
     char *answer;
     size_t answer_len, answer_cap;
@@ -167,15 +164,18 @@ static void drop_msgs(chat *c, size_t n) {
 
 static void pop_msg(chat *c) { free(c->msgs[--c->n_msgs].content); }
 
+/* The sampling parameters of the thinking mode, checked. */
 static int make_sampler(chat *c) {
-    inf_sampler_params base, p;
+    inf_sampler_params base;
     inf_model_sampling_defaults(c->model, c->think, &base);
-    cli_sampling_params(c->sampling, &base, inf_session_n_ctx(c->session), &p);
-    p.seed = c->seed;
-    inf_sampler_free(c->sampler);
-    c->sampler = NULL;
+    cli_sampling_params(c->sampling, &base, c->n_ctx, &c->params);
+    c->params.seed = c->seed;
+    inf_model_info info;
+    inf_model_get_info(c->model, &info);
+    inf_sampler *probe = NULL;
     inf_error err = {0};
-    if (inf_sampler_new(c->n_vocab, &p, &c->sampler, &err)) return cli_fail_error("chat", &err);
+    if (inf_sampler_new(info.n_vocab, &c->params, &probe, &err)) return cli_fail_error("chat", &err);
+    inf_sampler_free(probe);
     return 0;
 }
 
@@ -200,31 +200,13 @@ static inf_status conversation_ids(chat *c, int32_t **ids, size_t *n, inf_error 
     return st;
 }
 
-static bool append_cache(chat *c, const int32_t *ids, size_t n) {
-    if (c->n_cache + n > c->cap_cache) {
-        size_t cap = 2 * (c->n_cache + n);
-        int32_t *m = realloc(c->cache, cap * sizeof *m);
-        if (!m) return false;
-        c->cache = m;
-        c->cap_cache = cap;
-    }
-    if (n) memcpy(c->cache + c->n_cache, ids, n * sizeof *ids);
-    c->n_cache += n;
-    return true;
-}
-
-static void forget_cache(chat *c) {
-    inf_session_truncate(c->session, 0, NULL);
-    c->n_cache = 0;
-}
-
 /* ------------------------------------------------------------------ a turn */
 
 /* Answers the user message just pushed. Returns 0, or 1 on a runtime error
  * (the REPL goes on). */
 static int turn(chat *c) {
     inf_error err = {0};
-    int n_ctx = inf_session_n_ctx(c->session);
+    const int n_ctx = c->n_ctx;
     long reserve = c->n_predict >= 0 && c->n_predict < n_ctx / 2 ? c->n_predict : n_ctx / 4;
     if (reserve < 1) reserve = 1;
     int32_t *ids = NULL;
@@ -250,71 +232,49 @@ static int turn(chat *c) {
         notice(c, "context full: dropped the oldest %s", k == 2 ? "exchange" : "message");
     }
 
-    /* reuse the cached prefix; evaluate the rest (at least one token for logits) */
     if (n == 0) { /* a template renders at least the assistant's header */
         free(ids);
         pop_msg(c);
         return cli_fail(EXIT_RUNTIME, "chat", "the chat template rendered nothing");
     }
-    size_t common = 0;
-    while (common < n && common < c->n_cache && ids[common] == c->cache[common]) common++;
-    if (common == n) common--;
-    inf_session_truncate(c->session, (int)common, NULL);
-    c->n_cache = common;
-    bool interrupted = false;
     cli_interrupted = 0;
-    inf_status st = cli_prefill(c->session, ids + common, n - common, c->logits, &interrupted, &err);
-    size_t n_past = (size_t)inf_session_n_past(c->session);
-    if (!append_cache(c, ids + common, n_past - common)) {
-        free(ids);
-        forget_cache(c);
-        pop_msg(c);
-        return cli_fail(EXIT_RUNTIME, "chat", "out of memory");
-    }
-    free(ids);
-    if (st || interrupted) {
-        pop_msg(c);
-        if (interrupted) notice(c, "interrupted");
-        cli_interrupted = 0;
-        return st ? cli_fail_error("chat", &err) : 0;
-    }
-
-    inf_sampler_reset(c->sampler);
-    for (size_t i = 0; i < c->n_cache; i++) inf_sampler_accept(c->sampler, c->cache[i]);
-    if (c->stops) inf_stop_matcher_reset(c->stops);
     c->answer_len = 0;
     c->answer_failed = false;
     c->shown_dim = false;
     c->skip_space = false;
     cli_generation g = {
-        .session = c->session,
-        .sampler = c->sampler,
+        .engine = c->engine,
         .tok = c->tok,
-        .stops = c->stops,
+        .prompt = ids,
+        .n_prompt = n,
+        .sampling = c->params,
+        .stops = c->sampling->stops,
+        .n_stops = c->sampling->n_stops,
         .n_predict = c->n_predict,
         .emit = emit,
         .user = c,
     };
-    cli_generate(&g, c->logits);
+    g.sampling.seed = c->seed + c->turns++;
+    cli_generate(&g);
+    free(ids);
     set_dim(c, false);
     fputc('\n', stdout);
     fflush(stdout);
-    /* the cache now also holds the answer's tokens that were evaluated (all
-     * but the last sampled one, unless generation went on past it) */
-    size_t evaluated = (size_t)inf_session_n_past(c->session) - c->n_cache;
-    if (evaluated > g.n_ids || !append_cache(c, g.ids, evaluated)) forget_cache(c);
     int rc = 0;
     if (g.stop == CLI_STOP_INTERRUPT) notice(c, "interrupted");
     if (g.stop == CLI_STOP_CONTEXT) notice(c, "context full: the answer was cut");
     if (g.stop == CLI_STOP_ERROR) rc = cli_fail_error("chat", &g.err);
     if (c->stats) {
         double decode_s = g.t_end_s - g.t_first_s;
-        fprintf(stderr, "[prompt %zu tokens: %zu reused from the cache, %zu evaluated | %zu generated, %.1f tok/s | %s]\n",
-                n, common, n - common, g.n_ids, g.n_decoded > 0 && decode_s > 0 ? (double)g.n_decoded / decode_s : 0.0,
-                cli_stop_reason_name(g.stop));
+        fprintf(stderr, "[prompt %zu tokens: %d reused from the cache, %zu evaluated | %zu generated, %.1f tok/s | %s]\n",
+                n, g.n_cached, n - (size_t)g.n_cached, g.n_ids,
+                g.n_decoded > 0 && decode_s > 0 ? (double)g.n_decoded / decode_s : 0.0, cli_stop_reason_name(g.stop));
     }
-    if (c->answer_failed || !push_msg(c, "assistant", c->answer ? c->answer : "", c->answer_len))
+    if ((g.stop == CLI_STOP_INTERRUPT || g.stop == CLI_STOP_ERROR) && g.n_ids == 0) {
+        pop_msg(c); /* no answer: the question goes too */
+    } else if (c->answer_failed || !push_msg(c, "assistant", c->answer ? c->answer : "", c->answer_len)) {
         rc = cli_fail(EXIT_RUNTIME, "chat", "out of memory keeping the answer");
+    }
     cli_interrupted = 0;
     free(g.ids);
     return rc;
@@ -384,8 +344,7 @@ static bool command(chat *c, const char *line) {
         fputs(help_text, stdout);
     } else if (IS("/reset")) {
         while (c->n_msgs) pop_msg(c);
-        forget_cache(c);
-        if (make_sampler(c)) return true;
+        c->turns = 0;
         notice(c, "new conversation");
     } else if (IS("/system")) {
         set_system(c, arg);
@@ -512,13 +471,9 @@ static char *read_message(line_reader *r) {
 static void chat_free(chat *c) {
     while (c->n_msgs) pop_msg(c);
     free(c->msgs);
-    free(c->cache);
     free(c->answer);
     free(c->system);
-    free(c->logits);
-    inf_stop_matcher_free(c->stops);
-    inf_sampler_free(c->sampler);
-    inf_session_free(c->session);
+    inf_engine_free(c->engine);
     inf_chat_template_free(c->tmpl);
     inf_model_free(c->model);
 }
@@ -575,12 +530,11 @@ int cmd_chat(int argc, char **argv) {
     if (!rc && !(c.tok = inf_model_tokenizer(c.model)))
         rc = cli_fail(EXIT_RUNTIME, "chat", "%s has no tokenizer", model_path);
     if (!rc && inf_chat_template_load(model_path, &c.tmpl, &err)) rc = cli_fail_error("chat", &err);
-    if (!rc && inf_session_new(c.model, ma.n_ctx, &c.session, &err)) rc = cli_fail_error("chat", &err);
     inf_model_info info;
     if (!rc) {
         inf_model_get_info(c.model, &info);
-        c.n_vocab = inf_tokenizer_n_vocab(c.tok) < info.n_vocab ? inf_tokenizer_n_vocab(c.tok) : info.n_vocab;
-        if (!(c.logits = malloc((size_t)info.n_vocab * sizeof(float)))) rc = cli_fail(EXIT_RUNTIME, "chat", "out of memory");
+        c.n_ctx = ma.n_ctx ? ma.n_ctx : info.n_ctx_train < 4096 ? info.n_ctx_train : 4096;
+        if (!(c.engine = cli_engine_new("chat", c.model, c.n_ctx, true))) rc = EXIT_RUNTIME;
     }
     if (!rc) {
         inf_sampler_params base, p;
@@ -589,7 +543,6 @@ int cmd_chat(int argc, char **argv) {
         c.seed = p.seed;
         rc = make_sampler(&c);
     }
-    if (!rc && sa.n_stops && inf_stop_matcher_new(sa.stops, sa.n_stops, &c.stops, &err)) rc = cli_fail_error("chat", &err);
     if (!rc && system && *system && !(c.system = strdup(system))) rc = cli_fail(EXIT_RUNTIME, "chat", "out of memory");
     if (rc) {
         chat_free(&c);
@@ -599,7 +552,7 @@ int cmd_chat(int argc, char **argv) {
     }
     if (isatty(STDIN_FILENO))
         fprintf(stderr, "inferno chat: %s, context %d, thinking %s. /help for commands, Ctrl-D to quit.\n",
-                *info.name ? info.name : model_path, inf_session_n_ctx(c.session), c.think ? "on" : "off");
+                *info.name ? info.name : model_path, c.n_ctx, c.think ? "on" : "off");
     cli_catch_interrupt();
     line_reader reader;
     reader_open(&reader);

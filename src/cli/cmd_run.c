@@ -298,10 +298,8 @@ static int print_json(const run_args *a, const run_timings *t, const cli_generat
     cJSON *ids = cJSON_AddArrayToObject(o, "tokens");
     for (size_t i = 0; i < g->n_ids; i++) cJSON_AddItemToArray(ids, cJSON_CreateNumber(g->ids[i]));
     cJSON_AddStringToObject(o, "stop_reason", cli_stop_reason_name(g->stop));
-    if (g->stop == CLI_STOP_STRING) {
-        int k = inf_stop_matcher_matched(g->stops);
-        cJSON_AddStringToObject(o, "stop", k >= 0 ? a->sampling.stops[k] : "");
-    }
+    if (g->stop == CLI_STOP_STRING)
+        cJSON_AddStringToObject(o, "stop", g->stop_index >= 0 ? a->sampling.stops[g->stop_index] : "");
     cJSON_AddNumberToObject(o, "prompt_tokens", (double)t->n_prompt);
     cJSON_AddNumberToObject(o, "generated_tokens", (double)g->n_ids);
     if (sampled) cJSON_AddNumberToObject(o, "seed", (double)sp->seed);
@@ -349,20 +347,18 @@ int cmd_run(int argc, char **argv) {
     if (tok && inf_tokenizer_n_vocab(tok) < n_vocab) n_vocab = inf_tokenizer_n_vocab(tok);
 
     int32_t *prompt = NULL;
-    inf_session *s = NULL;
-    inf_sampler *smp = NULL;
-    inf_stop_matcher *stops = NULL;
-    float *logits = NULL;
+    inf_engine *engine = NULL;
     inf_error err = {0};
     cli_generation g = {0};
     text_buf text = {0};
     inf_sampler_params sp;
     bool sampled = a.chat || cli_sampling_asked(&a.sampling);
+    const int n_ctx = a.model.n_ctx ? a.model.n_ctx : info.n_ctx_train < 4096 ? info.n_ctx_train : 4096;
     rc = prompt_ids(&a, m, &prompt, &t.n_prompt);
-    if (!rc && inf_session_new(m, a.model.n_ctx, &s, &err)) rc = cli_fail_error("run", &err);
-    if (!rc && t.n_prompt > (size_t)inf_session_n_ctx(s))
+    if (!rc && t.n_prompt >= (size_t)n_ctx)
         rc = cli_fail(EXIT_RUNTIME, "run", "the prompt has %zu tokens but the context holds %d (raise it with -c)",
-                      t.n_prompt, inf_session_n_ctx(s));
+                      t.n_prompt, n_ctx);
+    if (!rc && !(engine = cli_engine_new("run", m, n_ctx, false))) rc = EXIT_RUNTIME;
     if (!rc) {
         inf_sampler_params base;
         if (sampled) {
@@ -371,37 +367,32 @@ int cmd_run(int argc, char **argv) {
             inf_sampler_params_default(&base);
             base.temperature = 0;
         }
-        cli_sampling_params(&a.sampling, &base, inf_session_n_ctx(s), &sp);
-        if (inf_sampler_new(n_vocab, &sp, &smp, &err)) rc = cli_fail_error("run", &err);
+        cli_sampling_params(&a.sampling, &base, n_ctx, &sp);
+        inf_sampler *probe = NULL;
+        if (inf_sampler_new(n_vocab, &sp, &probe, &err)) rc = cli_fail_error("run", &err);
+        inf_sampler_free(probe);
     }
-    if (!rc && a.sampling.n_stops &&
-        inf_stop_matcher_new(a.sampling.stops, a.sampling.n_stops, &stops, &err))
-        rc = cli_fail_error("run", &err);
-    if (!rc && !(logits = malloc((size_t)info.n_vocab * sizeof(float))))
-        rc = cli_fail(EXIT_RUNTIME, "run", "out of memory");
-    bool interrupted = false;
-    double t0 = cli_now_s();
     if (!rc) {
         cli_catch_interrupt();
-        for (size_t i = 0; i < t.n_prompt; i++) inf_sampler_accept(smp, prompt[i]);
-        if (cli_prefill(s, prompt, t.n_prompt, logits, &interrupted, &err)) rc = cli_fail_error("run", &err);
-    }
-    if (!rc) {
         g = (cli_generation){
-            .session = s,
-            .sampler = smp,
+            .engine = engine,
             .tok = tok,
-            .stops = stops,
-            .n_predict = interrupted ? 0 : a.n_predict,
+            .prompt = prompt,
+            .n_prompt = t.n_prompt,
+            .sampling = sp,
+            .stops = a.sampling.stops,
+            .n_stops = a.sampling.n_stops,
+            .n_predict = a.n_predict,
             .ignore_eos = a.ignore_eos,
             .emit = a.json || a.print_ids ? emit_buffer : emit_stdout,
             .user = a.json || a.print_ids ? (void *)&text : NULL,
         };
-        cli_generate(&g, logits);
-        if (interrupted) g.stop = CLI_STOP_INTERRUPT;
-        t.prefill_s = (g.n_ids ? g.t_first_s : g.t_end_s) - t0;
+        cli_generate(&g);
+        t.prefill_s = g.t_first_s - g.t_start_s;
         t.decode_s = g.t_end_s - g.t_first_s;
-        if (a.json) {
+        if (g.stop == CLI_STOP_ERROR) {
+            rc = cli_fail_error("run", &g.err);
+        } else if (a.json) {
             rc = print_json(&a, &t, &g, &text, &sp, sampled);
         } else {
             if (a.print_ids) {
@@ -412,22 +403,18 @@ int cmd_run(int argc, char **argv) {
             printf("\n");
             fflush(stdout);
             if (g.stop == CLI_STOP_CONTEXT)
-                fprintf(stderr, "inferno run: the context (%d tokens) is full; stopping\n", inf_session_n_ctx(s));
+                fprintf(stderr, "inferno run: the context (%d tokens) is full; stopping\n", n_ctx);
             if (g.stop == CLI_STOP_INTERRUPT) fprintf(stderr, "inferno run: interrupted\n");
             print_timings(&t, &g);
         }
-        if (g.stop == CLI_STOP_ERROR) rc = cli_fail_error("run", &g.err);
-        else if (text.failed) rc = cli_fail(EXIT_RUNTIME, "run", "out of memory collecting the output");
+        if (!rc && text.failed) rc = cli_fail(EXIT_RUNTIME, "run", "out of memory collecting the output");
         else if (!rc && g.stop == CLI_STOP_INTERRUPT) rc = 130;
     }
     if (a.model.trace) inf_model_print_trace(m, stderr);
     free(g.ids);
     free(text.data);
-    free(logits);
     free(prompt);
-    inf_stop_matcher_free(stops);
-    inf_sampler_free(smp);
-    inf_session_free(s);
+    inf_engine_free(engine);
     inf_model_free(m);
     free(model_path);
     cli_sampling_args_free(&a.sampling);

@@ -78,7 +78,10 @@ typedef struct sequence {
 struct inf_engine {
     inf_model *model;
     const inf_tokenizer *tok;
-    int n_ctx, block_size, max_seqs, prefill_chunk, n_vocab, max_blocks_per_seq;
+    int n_ctx, block_size, max_seqs, prefill_chunk, max_blocks_per_seq;
+    int n_vocab;  /* logits per row */
+    int n_sample; /* the ids a sampler may pick: those the tokenizer has, at most n_vocab */
+    int32_t think_open, think_close; /* Qwen3's <think> and </think>, or -1 */
     kv_cache cache;
     qwen3_work work;
     float *logits;            /* [max_seqs + 1][n_vocab] */
@@ -180,11 +183,14 @@ inf_status inf_engine_new(inf_model *m, const inf_engine_options *opt, inf_engin
     if (!e) return inf_errorf(err, INF_ERR_NOMEM, "out of memory for an engine");
     e->model = m;
     e->tok = m->tokenizer;
+    e->think_open = e->tok ? inf_tokenizer_find_special(e->tok, "<think>") : -1;
+    e->think_close = e->tok ? inf_tokenizer_find_special(e->tok, "</think>") : -1;
     e->n_ctx = n_ctx;
     e->block_size = bs;
     e->max_seqs = max_seqs;
     e->prefill_chunk = chunk;
     e->n_vocab = m->cfg.n_vocab;
+    e->n_sample = e->tok && inf_tokenizer_n_vocab(e->tok) < e->n_vocab ? inf_tokenizer_n_vocab(e->tok) : e->n_vocab;
     e->max_blocks_per_seq = blocks_for(n_ctx, bs);
     e->next_id = 1;
     pthread_mutex_init(&e->mu, NULL);
@@ -269,7 +275,7 @@ inf_status inf_engine_submit(inf_engine *e, const inf_request *req, uint64_t *id
             return inf_errorf(err, INF_ERR_INVALID, "request: token id %d at index %zu is outside the vocabulary (0..%d)",
                               req->prompt[i], i, e->n_vocab - 1);
     inf_sampler *probe;
-    inf_status st = inf_sampler_new(e->n_vocab, &req->sampling, &probe, err);
+    inf_status st = inf_sampler_new(e->n_sample, &req->sampling, &probe, err);
     if (st) return st;
     inf_sampler_free(probe);
     for (size_t i = 0; i < req->n_stops; i++)
@@ -367,6 +373,7 @@ static void emit_done(sequence *s, const char *text, size_t len) {
         .text = text,
         .text_len = len,
         .finish = s->finish,
+        .stop_index = s->finish == INF_FINISH_STOP ? inf_stop_matcher_matched(s->stops) : -1,
         .n_prompt = (int)s->r->req.n_prompt,
         .n_cached = s->n_hit,
         .n_generated = s->n_generated,
@@ -407,7 +414,7 @@ static void finish(inf_engine *e, sequence *s, inf_finish_reason why) {
 
 /* log-softmax of the raw logits at id, and the k most likely tokens. */
 static float logprobs_of(inf_engine *e, const float *logits, int32_t id, int k) {
-    const int n = e->n_vocab;
+    const int n = e->n_sample;
     float mx = -INFINITY;
     for (int i = 0; i < n; i++)
         if (logits[i] > mx) mx = logits[i];
@@ -445,10 +452,24 @@ static void sample_next(inf_engine *e, sequence *s, const float *logits) {
     char piece[INF_DETOK_STREAM_MAX_OUT];
     size_t n_piece = 0;
     if (e->tok) inf_detok_stream_push(e->tok, &s->detok, id, piece, sizeof piece, &n_piece, NULL);
+    /* a stop string never spans a think tag: what was held is released first */
+    size_t n_held = 0;
+    if (id == e->think_open || id == e->think_close) {
+        const char *held;
+        inf_stop_matcher_flush(s->stops, &held, &n_held);
+        if (n_held && text_reserve(e, n_held)) memcpy(e->text, held, n_held);
+        else n_held = 0;
+    }
     const char *out = "";
     size_t n_out = 0;
     bool stopped = false;
     if (inf_stop_matcher_push(s->stops, piece, n_piece, &out, &n_out, &stopped, NULL)) n_out = 0;
+    if (n_held) {
+        if (text_reserve(e, n_held + n_out)) memcpy(e->text + n_held, out, n_out);
+        else n_out = 0;
+        out = e->text;
+        n_out += n_held;
+    }
     inf_event ev = {
         .kind = INF_EVENT_TOKEN,
         .request = s->r->id,
@@ -480,7 +501,7 @@ static sequence *new_sequence(inf_engine *e, engine_request *r, int index) {
     s->blocks = malloc((size_t)e->max_blocks_per_seq * sizeof *s->blocks);
     inf_sampler_params p = r->req.sampling;
     p.seed += (uint64_t)index;
-    if (!s->tokens || !s->blocks || inf_sampler_new(e->n_vocab, &p, &s->sampler, NULL) ||
+    if (!s->tokens || !s->blocks || inf_sampler_new(e->n_sample, &p, &s->sampler, NULL) ||
         inf_stop_matcher_new((const char *const *)r->stops, r->req.n_stops, &s->stops, NULL)) {
         free_sequence(s);
         return NULL;
@@ -582,11 +603,20 @@ static void admit(inf_engine *e) {
         pthread_mutex_unlock(&e->mu);
         if (!r || e->n_slots + r->req.n > e->max_seqs) return;
         const int n_prompt = (int)r->req.n_prompt;
+        /* The longest cached prefix (the last prompt token always runs,
+         * for its logits). Its blocks stop being evictable once used, and
+         * a partly used block costs a copy: when that does not fit, only
+         * the whole blocks of the hit are used (which fits whenever the
+         * request fits cold). */
+        const int avail = kv_cache_available(&e->cache) - e->outstanding;
         int hit_evictable;
-        /* the last prompt token always runs, for its logits */
         int hit = kv_cache_peek(&e->cache, r->prompt, n_prompt - 1, &hit_evictable);
-        const int need = request_blocks(r, e->block_size, hit);
-        if (kv_cache_available(&e->cache) - hit_evictable - e->outstanding < need) return;
+        int need = request_blocks(r, e->block_size, hit);
+        if (avail - hit_evictable < need && hit % e->block_size) {
+            hit = kv_cache_peek(&e->cache, r->prompt, hit / e->block_size * e->block_size, &hit_evictable);
+            need = request_blocks(r, e->block_size, hit);
+        }
+        if (avail - hit_evictable < need) return;
 
         sequence *s = new_sequence(e, r, 0);
         if (!s) return; /* out of memory: try again next step */
@@ -600,7 +630,8 @@ static void admit(inf_engine *e) {
         pthread_mutex_unlock(&e->mu);
         r->t_admit = now_ms();
 
-        hit = kv_cache_match(&e->cache, r->prompt, n_prompt - 1, s->blocks);
+        kv_cache_match(&e->cache, r->prompt, hit, s->blocks);
+        if (e->cache.prefix_enabled) e->cache.query_tokens += (uint64_t)(n_prompt - hit); /* the whole prompt was looked up */
         s->n_blocks = blocks_for(hit, e->block_size);
         s->n_hit = s->n_cached = hit;
         memcpy(s->tokens, r->prompt, (size_t)n_prompt * sizeof *s->tokens);
@@ -724,6 +755,11 @@ inf_status inf_engine_step(inf_engine *e, bool *busy, inf_error *err) {
         for (int i = 0; i < n_seqs; i++) {
             sequence *s = e->batch_seqs[i];
             s->n_cached += e->batch_rows[i].n;
+            if (!s->decoding && s->r->req.report_progress && !s->done) {
+                inf_event ev = {.kind = INF_EVENT_PROMPT, .request = s->r->id, .token = -1, .text = "",
+                                .n_prompt = (int)s->r->req.n_prompt, .n_cached = s->n_cached};
+                s->r->req.on_event(&ev, s->r->req.user);
+            }
             if (!e->batch_rows[i].n_logits) continue;
             const float *row = e->logits + (size_t)out++ * (size_t)e->n_vocab;
             if (s->done) continue; /* cancelled meanwhile: nothing more */
