@@ -13,6 +13,26 @@
  *       depth, threads, tok_s_median/min/max (prefill also ttft_ms_*), then
  *       a summary line. Token ids: the same pseudo-random sequence as
  *       inferno's bench (see next_token), below the first special token.
+ *   llama_bench parallel -m M [-t T] [--parallel 1,2,4,8,16] [-n 32] [-d 64] [-r 3]
+ *                      [--load-mode none|mmap|auto] [--kv-type f16|f32]
+ *                      [--fa on|off|auto] [--no-warmup]
+ *       Batched decode, as llama-server's continuous batching runs it: for
+ *       each N (and each depth D), a context for N sequences (n_seq_max N,
+ *       one unified KV cache of N*(D+n) cells plus slack); every sequence
+ *       gets D prompt tokens (not timed, packed n_batch tokens per
+ *       llama_decode), then n steps each decode one token of every sequence
+ *       in one llama_batch of N tokens (N sequence ids, logits for all N).
+ *       Sequence s draws its ids from the bench mode's generator seeded
+ *       1234 + s (sequence 0 is the bench mode's stream; nothing is shared)
+ *       and keeps drawing from it for the tokens it is fed while decoding.
+ *       After a warm-up (prompts and 2 steps), -r repetitions, each clearing
+ *       the KV cache (llama_memory_clear) and refilling the prompts. One
+ *       JSON line per N and D:
+ *         {"engine": "llama.cpp", "kind": "parallel", "streams": N,
+ *          "tokens": n, "depth": D, "threads": T, "tok_s_median": ...,
+ *          "tok_s_min": ..., "tok_s_max": ..., then reps, ms_per_step_median,
+ *          n_ctx, the setup fields and the raw samples_s}
+ *       tok/s is the aggregate N*n / time of the n steps.
  *   llama_bench logits -m M (-p TEXT | -f FILE | --tokens IDS) [--top 20]
  *                      [--all-pos] [--dump FILE.f32] [--gen N] [-t T]
  *                      [--kv-type f32|f16] [--fa off|on|auto]
@@ -46,9 +66,14 @@
 #define LLAMA_CPP_RELEASE "v0.5.0 via @node-llama-cpp/linux-x64@3.22.1"
 
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2, MAX_LIST = 64, MAX_REPS = 1000 };
+/* Sequences one context may hold (llama.cpp's LLAMA_MAX_SEQ in this release). */
+enum { MAX_STREAMS = 256 };
 
 static const char *usage_text =
     "usage: llama_bench bench  -m MODEL [-t T] [-p 17,511,2044] [-n 64] [-d 0,511,2044] [-r 5]\n"
+    "                          [--load-mode none|mmap|auto] [--kv-type f16|f32] [--fa on|off|auto]\n"
+    "                          [-b N_BATCH] [-ub N_UBATCH] [--poll 50] [--no-warmup] [-v]\n"
+    "       llama_bench parallel -m MODEL [-t T] [--parallel 1,2,4,8,16] [-n 32] [-d 64] [-r 3]\n"
     "                          [--load-mode none|mmap|auto] [--kv-type f16|f32] [--fa on|off|auto]\n"
     "                          [-b N_BATCH] [-ub N_UBATCH] [--poll 50] [--no-warmup] [-v]\n"
     "       llama_bench logits -m MODEL (-p TEXT | -f FILE | --tokens ID,ID,...) [--top 20]\n"
@@ -62,6 +87,12 @@ static const char *usage_text =
     "        that busy-waits at level --poll 50 (all llama-bench's),\n"
     "        load mode auto; compare with inferno using --load-mode none (weights in\n"
     "        anonymous memory, as inferno's --no-mmap).\n"
+    "parallel: batched decode (llama-server's continuous batching): per N in --parallel,\n"
+    "        N sequences with -d prompt tokens each (not timed), then -n steps that each\n"
+    "        decode one token of every sequence in one llama_batch (unified KV cache);\n"
+    "        a warm-up, then -r repetitions; one JSON line per N (kind \"parallel\",\n"
+    "        streams, tokens, depth, threads, aggregate tok_s_median/min/max = N*n/time).\n"
+    "        Other defaults as bench.\n"
     "logits: final / per-position top-K logits, raw final logits, greedy continuation;\n"
     "        JSON in the layout of the files in tests/data/golden. Defaults: 2 threads,\n"
     "        f32 KV cache, flash attention off.\n";
@@ -94,6 +125,8 @@ typedef struct options {
     int n_decode, reps, n_batch, n_ubatch;
     int poll; /* thread pool busy-wait level, 0..100 (llama-bench: 50) */
     bool warmup;
+    /* parallel (also uses depths, n_decode, reps) */
+    int streams[MAX_LIST], n_streams;
     /* logits */
     const char *text, *file, *ids, *dump;
     int top, gen;
@@ -150,14 +183,17 @@ static int parse_options(int argc, char **argv, options *o, bool *help) {
                    .top = 20};
     o->n_prefill = 3, o->prefill[0] = 17, o->prefill[1] = 511, o->prefill[2] = 2044;
     o->n_depths = 3, o->depths[0] = 0, o->depths[1] = 511, o->depths[2] = 2044;
-    if (argc < 2) return fail(EXIT_USAGE, "give a mode: bench or logits (see --help)");
+    o->n_streams = 5, o->streams[0] = 1, o->streams[1] = 2, o->streams[2] = 4, o->streams[3] = 8, o->streams[4] = 16;
+    if (argc < 2) return fail(EXIT_USAGE, "give a mode: bench, parallel or logits (see --help)");
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         *help = true;
         return 0;
     }
     o->mode = argv[1];
-    bool bench = !strcmp(o->mode, "bench"), logits = !strcmp(o->mode, "logits");
-    if (!bench && !logits) return fail(EXIT_USAGE, "unknown mode '%s' (bench or logits)", o->mode);
+    bool parallel = !strcmp(o->mode, "parallel"), logits = !strcmp(o->mode, "logits");
+    bool bench = parallel || !strcmp(o->mode, "bench"); /* the options the two share */
+    if (!bench && !logits) return fail(EXIT_USAGE, "unknown mode '%s' (bench, parallel or logits)", o->mode);
+    if (parallel) o->n_decode = 32, o->reps = 3, o->n_depths = 1, o->depths[0] = 64;
     for (int i = 2; i < argc; i++) {
         const char *f = argv[i];
         long v;
@@ -187,7 +223,11 @@ static int parse_options(int argc, char **argv, options *o, bool *help) {
             else if (!strcmp(val, "off")) o->fa = LLAMA_FLASH_ATTN_TYPE_DISABLED;
             else if (!strcmp(val, "auto")) o->fa = LLAMA_FLASH_ATTN_TYPE_AUTO;
             else return fail(EXIT_USAGE, "--fa wants on, off or auto, got '%s'", val);
-        } else if (bench && !strcmp(f, "-p")) {
+        } else if (parallel && !strcmp(f, "--parallel")) {
+            if (!parse_list(val, 1, MAX_STREAMS, false, o->streams, &o->n_streams))
+                return fail(EXIT_USAGE, "--parallel wants sequence counts (1..%d) like 1,4,8, got '%s'", MAX_STREAMS,
+                            val);
+        } else if (bench && !parallel && !strcmp(f, "-p")) {
             if (!parse_list(val, 1, 1 << 20, true, o->prefill, &o->n_prefill))
                 return fail(EXIT_USAGE, "-p wants prompt lengths like 17,511 (or 0), got '%s'", val);
         } else if (bench && !strcmp(f, "-d")) {
@@ -225,7 +265,8 @@ static int parse_options(int argc, char **argv, options *o, bool *help) {
     if (!o->model) return fail(EXIT_USAGE, "no model: give -m MODEL.gguf");
     if (logits && (!!o->text + !!o->file + !!o->ids) != 1)
         return fail(EXIT_USAGE, "give exactly one of -p TEXT, -f FILE, --tokens IDS");
-    if (bench && o->n_prefill == 0 && o->n_decode == 0) return fail(EXIT_USAGE, "nothing to measure");
+    if (bench && !parallel && o->n_prefill == 0 && o->n_decode == 0) return fail(EXIT_USAGE, "nothing to measure");
+    if (parallel && o->n_decode == 0) return fail(EXIT_USAGE, "parallel: -n wants at least 1 step");
     return 0;
 }
 
@@ -345,12 +386,15 @@ static int engine_load(engine *e, const options *o) {
     return 0;
 }
 
-/* A context of n_ctx tokens with a persistent CPU thread pool attached
- * (as llama-bench attaches one). */
-static int engine_context(engine *e, const options *o, int n_ctx, int n_batch, int kv_default,
+/* A context of n_ctx tokens for n_seq sequences (more than one: one KV
+ * cache they share, kv_unified, as llama-server sets it) with a persistent
+ * CPU thread pool attached (as llama-bench attaches one). */
+static int engine_context(engine *e, const options *o, int n_ctx, int n_batch, int n_seq, int kv_default,
                           int fa_default) {
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)n_ctx;
+    cp.n_seq_max = (uint32_t)n_seq;
+    if (n_seq > 1) cp.kv_unified = true;
     cp.n_batch = (uint32_t)n_batch;
     cp.n_ubatch = (uint32_t)o->n_ubatch;
     cp.n_threads = o->threads;
@@ -380,24 +424,33 @@ static int engine_context(engine *e, const options *o, int n_ctx, int n_batch, i
     return 0;
 }
 
-static void engine_free(engine *e) {
+/* The context and its thread pool; the model stays. */
+static void engine_context_free(engine *e) {
     if (e->ctx) llama_free(e->ctx);
     if (e->pool) e->pool_free(e->pool);
+    e->ctx = NULL;
+    e->pool = NULL;
+}
+
+static void engine_free(engine *e) {
+    engine_context_free(e);
     if (e->model) llama_model_free(e->model);
     llama_backend_free();
 }
 
-/* The fields every output starts with (no braces). */
-static void print_setup(FILE *out, const engine *e, const options *o) {
+/* The fields every output starts with (no braces; with_threads false for
+ * the parallel lines, which give the threads earlier). */
+static void print_setup(FILE *out, const engine *e, const options *o, bool with_threads) {
     char desc[256];
     llama_model_desc(e->model, desc, sizeof desc);
     fprintf(out, "\"model\": ");
     json_cstring(out, base_name(o->model));
     fprintf(out, ", \"desc\": ");
     json_cstring(out, desc);
-    fprintf(out, ", \"n_params\": %llu, \"size_bytes\": %llu, \"threads\": %d, \"kv_type\": \"%s\"",
-            (unsigned long long)llama_model_n_params(e->model),
-            (unsigned long long)llama_model_size(e->model), o->threads, kv_type_name(e->kv_type));
+    fprintf(out, ", \"n_params\": %llu, \"size_bytes\": %llu", (unsigned long long)llama_model_n_params(e->model),
+            (unsigned long long)llama_model_size(e->model));
+    if (with_threads) fprintf(out, ", \"threads\": %d", o->threads);
+    fprintf(out, ", \"kv_type\": \"%s\"", kv_type_name(e->kv_type));
     fprintf(out, ", \"flash_attn\": \"%s%s\", \"cpu_backend\": ",
             e->fa_requested == LLAMA_FLASH_ATTN_TYPE_AUTO ? "auto->" : "",
             g_flash_attn_resolved == 1 ? "on" : g_flash_attn_resolved == 0 ? "off" : "unknown");
@@ -509,7 +562,7 @@ static void print_case(bench_state *b, const char *kind, int tokens, int depth, 
     spread(sorted_s, reps, &t_med, &t_lo, &t_hi);
     printf("{\"engine\": \"llama.cpp\", \"kind\": \"%s\", \"tokens\": %d, \"depth\": %d, \"reps\": %d, ",
            kind, tokens, depth, reps);
-    print_setup(stdout, b->e, b->o);
+    print_setup(stdout, b->e, b->o, true);
     printf(", \"tok_s_median\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f", med, lo, hi);
     if (!strcmp(kind, "prefill"))
         printf(", \"ttft_ms_median\": %.3f, \"ttft_ms_min\": %.3f, \"ttft_ms_max\": %.3f", 1e3 * t_med,
@@ -531,7 +584,7 @@ static int mode_bench(const options *o) {
     if (o->n_decode > 0)
         for (int i = 0; i < o->n_depths; i++)
             if (o->depths[i] + o->n_decode > need) need = o->depths[i] + o->n_decode;
-    if (!rc) rc = engine_context(&e, o, need, o->n_batch, GGML_TYPE_F16, LLAMA_FLASH_ATTN_TYPE_AUTO);
+    if (!rc) rc = engine_context(&e, o, need, o->n_batch, 1, GGML_TYPE_F16, LLAMA_FLASH_ATTN_TYPE_AUTO);
     bench_state b = {.e = &e, .o = o, .tokens = malloc((size_t)need * sizeof(llama_token))};
     if (!rc && !b.tokens) rc = fail(EXIT_RUNTIME, "out of memory");
     if (!rc) b.n_ordinary = ordinary_token_count(&e);
@@ -563,13 +616,111 @@ static int mode_bench(const options *o) {
         getrusage(RUSAGE_SELF, &ru);
         printf("{\"engine\": \"llama.cpp\", \"kind\": \"summary\", \"tokens\": 0, \"depth\": 0, "
                "\"reps\": %d, ", o->reps);
-        print_setup(stdout, &e, o);
+        print_setup(stdout, &e, o, true);
         printf(", \"load_s\": %.4f, \"peak_rss_mb\": %.1f, \"n_ctx\": %u, \"n_batch\": %d, "
                "\"n_ubatch\": %d, \"n_ordinary_tokens\": %d, \"warmup\": %s}\n",
                e.load_s, (double)ru.ru_maxrss * 1024.0 * 1e-6, llama_n_ctx(e.ctx), o->n_batch,
                o->n_ubatch, b.n_ordinary, o->warmup ? "true" : "false");
     }
     free(b.tokens);
+    engine_free(&e);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ parallel */
+
+/* Fills the prompts of n_seq sequences, depth tokens each from ts[s], into
+ * a cleared KV cache, n_batch tokens per llama_decode (a batch may hold
+ * several sequences; each sequence's last token asks for logits, as a
+ * server's first sampling needs). 0, or an exit code. */
+static int parallel_prompts(engine *e, struct llama_batch *batch, int n_batch, int n_seq, int depth,
+                            token_stream *ts) {
+    llama_memory_clear(llama_get_memory(e->ctx), false);
+    batch->n_tokens = 0;
+    for (int s = 0; s < n_seq; s++)
+        for (int i = 0; i < depth; i++) {
+            int k = batch->n_tokens++;
+            batch->token[k] = next_token(&ts[s]);
+            batch->pos[k] = i;
+            batch->n_seq_id[k] = 1;
+            batch->seq_id[k][0] = s;
+            batch->logits[k] = (int8_t)(i == depth - 1);
+            bool last = s == n_seq - 1 && i == depth - 1;
+            if (batch->n_tokens == n_batch || last) {
+                if (llama_decode(e->ctx, *batch))
+                    return fail(EXIT_RUNTIME, "llama_decode failed on the prompts of %d sequences", n_seq);
+                batch->n_tokens = 0;
+            }
+        }
+    llama_synchronize(e->ctx);
+    return 0;
+}
+
+/* steps batched decode steps after the prompts: each decodes the next
+ * token of every sequence (its own stream's next id, at position depth +
+ * step), all in one batch with logits for each. Seconds, or -1. */
+static double parallel_steps(engine *e, struct llama_batch *batch, int n_seq, int depth, int steps,
+                             token_stream *ts) {
+    double t0 = now_s();
+    for (int g = 0; g < steps; g++) {
+        for (int s = 0; s < n_seq; s++) {
+            batch->token[s] = next_token(&ts[s]);
+            batch->pos[s] = depth + g;
+            batch->n_seq_id[s] = 1;
+            batch->seq_id[s][0] = s;
+            batch->logits[s] = 1;
+        }
+        batch->n_tokens = n_seq;
+        if (llama_decode(e->ctx, *batch)) {
+            fail(EXIT_RUNTIME, "llama_decode failed on batched step %d of %d sequences", g, n_seq);
+            return -1;
+        }
+        llama_synchronize(e->ctx);
+    }
+    return now_s() - t0;
+}
+
+static void print_parallel(const engine *e, const options *o, int n_seq, int depth, const double *seconds) {
+    int reps = o->reps, n = o->n_decode;
+    double tok_s[MAX_REPS], med, lo, hi;
+    for (int r = 0; r < reps; r++) tok_s[r] = seconds[r] > 0 ? (double)n_seq * n / seconds[r] : 0;
+    spread(tok_s, reps, &med, &lo, &hi);
+    printf("{\"engine\": \"llama.cpp\", \"kind\": \"parallel\", \"streams\": %d, \"tokens\": %d, \"depth\": %d, "
+           "\"threads\": %d, \"tok_s_median\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f, \"reps\": %d, "
+           "\"ms_per_step_median\": %.3f, \"n_ctx\": %u, ",
+           n_seq, n, depth, o->threads, med, lo, hi, reps, med > 0 ? 1e3 * n_seq / med : 0.0, llama_n_ctx(e->ctx));
+    print_setup(stdout, e, o, false);
+    printf(", \"samples_s\": [");
+    for (int r = 0; r < reps; r++) printf("%s%.6f", r ? ", " : "", seconds[r]);
+    printf("]}\n");
+    fflush(stdout);
+}
+
+static int mode_parallel(const options *o) {
+    engine e = {0};
+    int rc = engine_load(&e, o);
+    int32_t n_ordinary = rc ? 0 : ordinary_token_count(&e);
+    for (int di = 0; !rc && di < o->n_depths; di++)
+        for (int si = 0; !rc && si < o->n_streams; si++) {
+            int n_seq = o->streams[si], depth = o->depths[di];
+            /* the decode step is one batch of n_seq tokens; prompts pack up to n_batch */
+            int n_batch = o->n_batch > n_seq ? o->n_batch : n_seq;
+            int n_ctx = n_seq * (depth + o->n_decode) + 32;
+            rc = engine_context(&e, o, n_ctx, n_batch, n_seq, GGML_TYPE_F16, LLAMA_FLASH_ATTN_TYPE_AUTO);
+            struct llama_batch batch = llama_batch_init(n_batch, 0, 1);
+            token_stream ts[MAX_STREAMS];
+            double seconds[MAX_REPS];
+            for (int r = o->warmup ? -1 : 0; !rc && r < o->reps; r++) { /* r = -1: the warm-up */
+                for (int s = 0; s < n_seq; s++) ts[s] = (token_stream){TOKEN_SEED + (uint64_t)s, n_ordinary};
+                if ((rc = parallel_prompts(&e, &batch, n_batch, n_seq, depth, ts))) break;
+                double t = parallel_steps(&e, &batch, n_seq, depth, r < 0 ? 2 : o->n_decode, ts);
+                if (t < 0) rc = EXIT_RUNTIME;
+                else if (r >= 0) seconds[r] = t;
+            }
+            if (!rc) print_parallel(&e, o, n_seq, depth, seconds);
+            llama_batch_free(batch);
+            engine_context_free(&e);
+        }
     engine_free(&e);
     return rc;
 }
@@ -716,7 +867,7 @@ static int mode_logits(const options *o) {
         if (prompt[i] < 0 || prompt[i] >= e.n_vocab)
             rc = fail(EXIT_USAGE, "token id %d is outside the vocabulary (%d)", prompt[i], e.n_vocab);
     /* the whole prompt in one batch; room for the continuation */
-    if (!rc) rc = engine_context(&e, o, n + o->gen + 8, n > 2048 ? n : 2048, GGML_TYPE_F32,
+    if (!rc) rc = engine_context(&e, o, n + o->gen + 8, n > 2048 ? n : 2048, 1, GGML_TYPE_F32,
                                  LLAMA_FLASH_ATTN_TYPE_DISABLED);
     struct llama_batch batch = llama_batch_init(n > 0 ? n : 1, 0, 1);
     double prompt_s = 0;
@@ -748,7 +899,7 @@ static int mode_logits(const options *o) {
     FILE *out = stdout;
     double mean, std, lse;
     fputc('{', out);
-    print_setup(out, &e, o);
+    print_setup(out, &e, o, true);
     fprintf(out, ",\n \"n_vocab\": %d, \"prompt_text\": ", e.n_vocab);
     if (text) json_cstring(out, text);
     else fputs("null", out);
@@ -868,5 +1019,5 @@ int main(int argc, char **argv) {
     }
     if (rc) return rc;
     g_verbose = o.verbose;
-    return !strcmp(o.mode, "bench") ? mode_bench(&o) : mode_logits(&o);
+    return !strcmp(o.mode, "bench") ? mode_bench(&o) : !strcmp(o.mode, "parallel") ? mode_parallel(&o) : mode_logits(&o);
 }

@@ -11,6 +11,7 @@
 #   sh scripts/bench-vs-llama.sh [-m MODEL]... [-t 2,1] [-r 3] [--reps 3]
 #        [-p 511,2044] [-n 64] [-d 17,511,2044] [--types q8_0,bf16]
 #        [--kv-type f16|f32|q8_0] [--mmap]
+#        [--parallel 1,2,4,8,16 [--par-steps 32] [--par-depth 64] [--parallel-only]]
 #
 #   -m MODEL     a GGUF to measure (repeatable); default: synthetic models with
 #                the Qwen3-0.6B geometry, one per --types entry, written once
@@ -28,6 +29,22 @@
 #   --poll N     llama.cpp's thread pool busy-wait level (default 50, as
 #                llama-bench); spinning suffers when other processes load the
 #                cores: each run records the 1-minute load average before it
+#   --parallel LIST  also measure batched decode (off by default): for each
+#                N in LIST (1 is added if missing), N sequences of --par-depth
+#                prompt tokens (not timed) then --par-steps steps that decode
+#                one token of every sequence together: `inferno bench
+#                --parallel N -n STEPS -d DEPTH --json` against `llama_bench
+#                parallel` (one llama_batch of N sequences, unified KV cache,
+#                as llama-server batches), alternately per N for -r rounds;
+#                the table gives each engine's aggregate tok/s (median over
+#                rounds of the "kind": "parallel" rows), the ratio and
+#                inferno's scaling (its tok/s at N over its tok/s at 1), with
+#                the targets for q8_0 on 2 threads: inferno >= 2x llama.cpp at
+#                8 and 16 streams, inferno at 8 streams >= 4x its own 1 stream.
+#                Stops with an error if inferno's bench rejects --parallel.
+#   --par-steps N    decode steps per sequence (default 32)
+#   --par-depth D    prompt tokens per sequence (default 64)
+#   --parallel-only  skip the prefill and decode cases, run only --parallel
 #   --table FILE print the table of an earlier results file (and rewrite its
 #                derived comparison rows) without running anything
 # Every bench line (tagged with its round) and the comparison rows go to
@@ -49,7 +66,11 @@ kv=f16
 mmap=0
 poll=50
 table_file=""
-usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; }
+par_list=""
+par_steps=32
+par_depth=64
+par_only=0
+usage() { sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//'; }
 need_value() { [ $# -ge 2 ] || { echo "bench-vs-llama: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -66,11 +87,26 @@ while [ $# -gt 0 ]; do
         --mmap) mmap=1; shift ;;
         --poll) need_value "$@"; poll=$2; shift 2 ;;
         --table) need_value "$@"; table_file=$2; shift 2 ;;
+        --parallel) need_value "$@"; par_list=$2; shift 2 ;;
+        --par-steps) need_value "$@"; par_steps=$2; shift 2 ;;
+        --par-depth) need_value "$@"; par_depth=$2; shift 2 ;;
+        --parallel-only) par_only=1; shift ;;
         *) echo "bench-vs-llama: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 case "$rounds" in ''|*[!0-9]*|0) echo "bench-vs-llama: -r wants a round count from 1" >&2; exit 2 ;; esac
 case "$kv" in f16|f32|q8_0) ;; *) echo "bench-vs-llama: --kv-type wants f16, f32 or q8_0" >&2; exit 2 ;; esac
+if [ -n "$par_list" ]; then
+    case "$par_list" in *[!0-9,]*|,*|*,|*,,*) echo "bench-vs-llama: --parallel wants stream counts like 1,4,8,16" >&2; exit 2 ;; esac
+    for n in $(echo "$par_list" | tr , ' '); do
+        [ "$n" -ge 1 ] && [ "$n" -le 256 ] || { echo "bench-vs-llama: --parallel: stream counts from 1 to 256, got $n" >&2; exit 2; }
+    done
+    # the scaling column divides by inferno's single stream
+    case ",$par_list," in *,1,*) ;; *) par_list=1,$par_list ;; esac
+fi
+case "$par_steps" in ''|*[!0-9]*|0) echo "bench-vs-llama: --par-steps wants a step count from 1" >&2; exit 2 ;; esac
+case "$par_depth" in ''|*[!0-9]*) echo "bench-vs-llama: --par-depth wants a token count" >&2; exit 2 ;; esac
+[ $par_only -eq 0 ] || [ -n "$par_list" ] || { echo "bench-vs-llama: --parallel-only needs --parallel LIST" >&2; exit 2; }
 command -v node >/dev/null || { echo "bench-vs-llama: node is needed for the table" >&2; exit 1; }
 
 # table FILE: prints the comparison table from FILE's bench lines and
@@ -80,8 +116,8 @@ node - "$1" <<'EOF'
 // The table: per model, threads and case, the median over rounds of each
 // engine's per-run median tok/s; the ratio; inferno's GB/s and % of the
 // measured bandwidth; issue 4's targets (issue 13's for prefill when
-// inferno ran on avx512+amx). The comparison rows replace any
-// earlier ones at the end of the results file.
+// inferno ran on avx512+amx); then batched decode (--parallel). The
+// comparison rows replace any earlier ones at the end of the results file.
 const fs = require("fs");
 const file = process.argv[2];
 const raw = fs.readFileSync(file, "utf8").split("\n").filter(Boolean);
@@ -93,7 +129,8 @@ const median = (v) => {
 };
 const groups = new Map();
 for (const l of lines) {
-  if (!l.engine) continue;
+  // batched decode has its own table below (its runs' other lines are not the cases')
+  if (!l.engine || l.kind === "parallel" || l.section === "parallel") continue;
   const key = [l.file, l.threads, l.kind, l.tokens, l.depth].join("|");
   if (!groups.has(key)) groups.set(key, { file: l.file, threads: l.threads, kind: l.kind, tokens: l.tokens, depth: l.depth, inferno: [], llama: [] });
   groups.get(key)[l.engine === "inferno" ? "inferno" : "llama"].push(l);
@@ -128,7 +165,7 @@ for (const g of groups.values()) {
 }
 const f = (x, d) => (typeof x === "number" && isFinite(x) ? x.toFixed(d) : "-");
 const caseName = (r) => (r.case === "prefill" ? `pp${r.tokens}` : `tg${r.tokens}@d${r.depth}`);
-console.log(`\n${"model".padEnd(30)} ${"thr".padStart(3)} ${"case".padEnd(12)} ${"inferno".padStart(9)} ${"llama.cpp".padStart(9)} ${"ratio".padStart(6)} ${"paired (min-max)".padStart(17)} ${"GB/s".padStart(6)} ${"% bw".padStart(5)}  target`);
+if (rows.length) console.log(`\n${"model".padEnd(30)} ${"thr".padStart(3)} ${"case".padEnd(12)} ${"inferno".padStart(9)} ${"llama.cpp".padStart(9)} ${"ratio".padStart(6)} ${"paired (min-max)".padStart(17)} ${"GB/s".padStart(6)} ${"% bw".padStart(5)}  target`);
 for (const r of rows) {
   let target = "", verdict = "";
   if (r.target_ratio) {
@@ -158,6 +195,54 @@ for (const g of groups.values()) {
   rows.push(line);
   console.log(`${g.file.split("/").pop()} -t ${g.threads}: load ${f(line.inferno_load_s, 3)} s (llama.cpp ${f(line.llama_load_s, 3)} s, target <= 0.5), peak RSS ${f(rss, 0)} MB = ${f(line.rss_ratio, 2)}x weights+KV (target <= 1.1; llama.cpp ${f(line.llama_peak_rss_mb, 0)} MB), read bandwidth ${f(line.bandwidth_gb_s, 1)} GB/s`);
 }
+// batched decode: per model, threads, streams, steps and depth, the median
+// over rounds of each engine's aggregate tok/s; the ratio (and the per-round
+// paired ratios); inferno's tok/s at N over its tok/s at 1 stream
+const par = new Map();
+for (const l of lines) {
+  if (!l.engine || l.kind !== "parallel") continue;
+  const key = [l.file, l.threads, l.tokens, l.depth, l.streams].join("|");
+  if (!par.has(key)) par.set(key, { file: l.file, threads: l.threads, tokens: l.tokens, depth: l.depth, streams: l.streams, inferno: [], llama: [] });
+  par.get(key)[l.engine === "inferno" ? "inferno" : "llama"].push(l);
+}
+const parRows = [];
+for (const g of par.values()) {
+  // inferno's row may not name its weight type: then llama.cpp's description ("qwen3 0.6B Q8_0")
+  const desc = ((g.llama[0] || {}).desc || "").split(" ").pop().toLowerCase();
+  const type = (g.inferno[0] || {}).weight_type || desc || "?";
+  const paired = g.inferno.map((r) => [r, g.llama.find((l) => l.round === r.round)])
+    .filter(([r, l]) => l && r.tok_s_median > 0 && l.tok_s_median > 0).map(([r, l]) => r.tok_s_median / l.tok_s_median);
+  const ours = pick(g.inferno, "tok_s_median"), theirs = pick(g.llama, "tok_s_median");
+  parRows.push({
+    kind: "comparison_parallel", file: g.file, weight_type: type, threads: g.threads, streams: g.streams, tokens: g.tokens, depth: g.depth,
+    rounds: Math.min(g.inferno.length, g.llama.length), inferno_tok_s: ours, llama_tok_s: theirs, ratio: ours / theirs,
+    paired_ratio_median: median(paired), paired_ratio_min: paired.length ? Math.min(...paired) : null, paired_ratio_max: paired.length ? Math.max(...paired) : null,
+    inferno_scaling: null, llama_scaling: null, target_ratio: null, target_scaling: null,
+  });
+}
+for (const r of parRows) {
+  const one = parRows.find((b) => b.file === r.file && b.threads === r.threads && b.tokens === r.tokens && b.depth === r.depth && b.streams === 1);
+  if (one) { r.inferno_scaling = r.inferno_tok_s / one.inferno_tok_s; r.llama_scaling = r.llama_tok_s / one.llama_tok_s; }
+  if (r.weight_type === "q8_0" && r.threads === 2) {
+    if (r.streams === 8 || r.streams === 16) r.target_ratio = 2.0;
+    if (r.streams === 8) r.target_scaling = 4.0;
+  }
+}
+parRows.sort((a, b) => a.file.localeCompare(b.file) || b.threads - a.threads || a.depth - b.depth || a.tokens - b.tokens || a.streams - b.streams);
+const fx = (x) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : "-");
+if (parRows.length) {
+  console.log(`\nbatched decode: aggregate tok/s of N sequences decoded together (one token of each per step)`);
+  console.log(`${"model".padEnd(30)} ${"thr".padStart(3)} ${"case".padEnd(14)} ${"inferno".padStart(9)} ${"llama.cpp".padStart(9)} ${"ratio".padStart(6)} ${"paired (min-max)".padStart(17)} ${"scaling".padStart(8)} ${"llama sc.".padStart(9)}  targets`);
+  for (const r of parRows) {
+    const verdicts = [];
+    const ratio = Number.isFinite(r.paired_ratio_median) ? r.paired_ratio_median : r.ratio; // paired where the rounds pair up
+    if (r.target_ratio) verdicts.push(`>=${r.target_ratio.toFixed(1)}x llama.cpp ${ratio >= r.target_ratio ? "PASS" : "MISS"}`);
+    if (r.target_scaling) verdicts.push(`>=${r.target_scaling.toFixed(1)}x own 1-stream ${r.inferno_scaling >= r.target_scaling ? "PASS" : "MISS"}`);
+    const name = r.file.split("/").pop().replace(/\.gguf$/, "");
+    console.log(`${name.padEnd(30)} ${String(r.threads).padStart(3)} ${`np${r.streams} tg${r.tokens}@d${r.depth}`.padEnd(14)} ${f(r.inferno_tok_s, 2).padStart(9)} ${f(r.llama_tok_s, 2).padStart(9)} ${f(r.ratio, 2).padStart(6)} ${`${f(r.paired_ratio_median, 2)} (${f(r.paired_ratio_min, 2)}-${f(r.paired_ratio_max, 2)})`.padStart(17)} ${fx(r.inferno_scaling).padStart(8)} ${fx(r.llama_scaling).padStart(9)}  ${verdicts.join(", ")}`);
+  }
+  rows.push(...parRows);
+}
 // a busy machine: another process's load (beyond our own previous run's
 // threads, which linger in the 1-minute average) takes cores from the engines
 const meta = lines.find((l) => l.kind === "meta") || {};
@@ -177,6 +262,14 @@ if [ -n "$table_file" ]; then
 fi
 
 [ -x build/inferno ] || make -j2 >/dev/null
+# batched decode needs inferno's `bench --parallel`: ask before any run (the
+# option is parsed, or rejected, before --help answers)
+if [ -n "$par_list" ] && ! build/inferno bench --parallel 1 --help >/dev/null 2>&1; then
+    echo "bench-vs-llama: build/inferno's bench rejects --parallel (this build has no batched decode):" >&2
+    build/inferno bench --parallel 1 --help 2>&1 >/dev/null | sed 's/^/    /' >&2
+    echo "bench-vs-llama: rebuild from a revision with 'inferno bench --parallel N', or run without --parallel" >&2
+    exit 1
+fi
 LLAMA=$(sh scripts/install-llama.sh)
 
 if [ -z "$models" ]; then
@@ -197,11 +290,13 @@ stamp=$(date -u +%Y%m%d-%H%M%S)
 mkdir -p bench/results
 results=bench/results/vs-llama-$stamp.jsonl
 tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+errf=$(mktemp)
+trap 'rm -f "$tmp" "$errf"' EXIT
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo none)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-printf '{"kind": "meta", "date_utc": "%s", "git": "%s", "cpu": "%s", "cores_online": %s, "rounds": %s, "reps": %s, "kv_type": "%s", "load": "%s"}\n' \
-    "$stamp" "$rev" "$cpu" "$(nproc)" "$rounds" "$reps" "$kv" "$llama_load" >"$results"
+printf '{"kind": "meta", "date_utc": "%s", "git": "%s", "cpu": "%s", "cores_online": %s, "rounds": %s, "reps": %s, "kv_type": "%s", "load": "%s", "parallel": "%s", "par_steps": %s, "par_depth": %s, "parallel_only": %s}\n' \
+    "$stamp" "$rev" "$cpu" "$(nproc)" "$rounds" "$reps" "$kv" "$llama_load" "$par_list" "$par_steps" "$par_depth" \
+    "$([ $par_only -eq 1 ] && echo true || echo false)" >"$results"
 
 # run ENGINE MODEL THREADS ROUND: one bench run, its lines tagged and appended
 run() {
@@ -218,8 +313,34 @@ run() {
     echo "bench-vs-llama: round $4/$rounds $1 $(basename "$2") -t $3: $(( $(date +%s) - start )) s (load average before: $load)" >&2
 }
 
+# run_par ENGINE MODEL THREADS STREAMS ROUND: one batched-decode run
+run_par() {
+    start=$(date +%s)
+    load=$(cut -d ' ' -f 1 /proc/loadavg)
+    if [ "$1" = inferno ]; then
+        if ! build/inferno bench -m "$2" -t "$3" --parallel "$4" -n "$par_steps" -d "$par_depth" -r "$reps" \
+            --kv-type "$kv" $inferno_load --json >"$tmp" 2>"$errf"; then
+            echo "bench-vs-llama: inferno bench --parallel $4 failed:" >&2
+            sed 's/^/    /' "$errf" >&2
+            exit 1
+        fi
+        cat "$errf" >&2
+    else
+        "$LLAMA" parallel -m "$2" -t "$3" --parallel "$4" -n "$par_steps" -d "$par_depth" -r "$reps" \
+            --kv-type "$kv" --load-mode "$llama_load" --poll "$poll" >"$tmp"
+    fi
+    if ! grep '"kind": *"parallel"' "$tmp" | grep -q "\"streams\": *$4[,}]"; then
+        echo "bench-vs-llama: $1 printed no \"kind\": \"parallel\" row for $4 streams; its output:" >&2
+        sed 's/^/    /' "$tmp" >&2
+        exit 1
+    fi
+    sed "s|^{|{\"round\": $5, \"section\": \"parallel\", \"file\": \"$2\", \"loadavg1_before\": $load, |" "$tmp" >>"$results"
+    echo "bench-vs-llama: round $5/$rounds $1 $(basename "$2") -t $3 --parallel $4: $(( $(date +%s) - start )) s (load average before: $load)" >&2
+}
+
 t_all=$(date +%s)
 round=1
+[ $par_only -eq 0 ] || round=$((rounds + 1))
 while [ $round -le "$rounds" ]; do
     for model in $models; do
         for t in $(echo "$threads" | tr , ' '); do
@@ -234,6 +355,26 @@ while [ $round -le "$rounds" ]; do
     done
     round=$((round + 1))
 done
+
+if [ -n "$par_list" ]; then
+    round=1
+    while [ $round -le "$rounds" ]; do
+        for model in $models; do
+            for t in $(echo "$threads" | tr , ' '); do
+                for n in $(echo "$par_list" | tr , ' '); do
+                    if [ $((round % 2)) -eq 1 ]; then
+                        run_par inferno "$model" "$t" "$n" $round
+                        run_par llama "$model" "$t" "$n" $round
+                    else
+                        run_par llama "$model" "$t" "$n" $round
+                        run_par inferno "$model" "$t" "$n" $round
+                    fi
+                done
+            done
+        done
+        round=$((round + 1))
+    done
+fi
 
 table "$results"
 echo "bench-vs-llama: $(( $(date +%s) - t_all )) s in all; results in $results" >&2
