@@ -538,6 +538,8 @@ static int bench_parallel(bench_ctx *b, int n_streams) {
     progress(b, name, -1);
     free(st), free(prompt), free(ids);
     if (rc) return engine_fail(e, &err);
+    inf_engine_stats stats;
+    inf_engine_get_stats(e, &stats);
     inf_engine_free(e);
     double *timed = tok_s + (o->warmup ? 1 : 0), *timed_s = seconds + (o->warmup ? 1 : 0);
     double samples[MAX_REPS];
@@ -545,8 +547,9 @@ static int bench_parallel(bench_ctx *b, int n_streams) {
     spread speed = spread_of(timed, o->reps);
     if (o->json) {
         print_json_head(b, "parallel", steps, depth);
-        printf(", \"streams\": %d, \"tok_s_median\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f", n_streams,
-               speed.median, speed.min, speed.max);
+        printf(", \"streams\": %d, \"tok_s_median\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f, "
+               "\"kv_pool_bytes\": %zu, \"block_size\": %d",
+               n_streams, speed.median, speed.min, speed.max, stats.kv_bytes, stats.block_size);
         print_json_samples(samples, o->reps);
         printf("}\n");
     } else {

@@ -83,4 +83,20 @@ check "--kv-type q8_0: KV cache bytes" 'tail -n 1 "$tmp/q8" | grep -q "\"kv_cach
 # decode steps attend over 4.5 positions on average: 2 x 4.5 x 2 x 64 x 2 x 34/32
 check "--kv-type q8_0: KV bytes per token" 'grep -q "\"kv_bytes_per_tok\": 2448," "$tmp/q8"'
 
+
+# the engine cases: --parallel rows and the prefix-cache row, stable names
+expect_exit "--parallel 0" 2 -m "$MODEL" --parallel 0
+expect_exit "--prefix without value" 2 -m "$MODEL" --prefix
+if "$INFERNO" bench -m "$MODEL" -t 2 --parallel 1,3 -n 4 -d 6 -r 2 --bw-mib 0 --json >"$tmp/par" 2>"$tmp/err"; then ok; else bad "bench --parallel failed"; cat "$tmp/err"; fi
+check "--parallel: a row per N" '[ "$(grep -c "\"kind\": \"parallel\"" "$tmp/par")" -eq 2 ]'
+for key in streams tokens depth threads tok_s_median tok_s_min tok_s_max; do
+    check "--parallel: $key" 'grep "\"kind\": \"parallel\"" "$tmp/par" | grep -q "\"'$key'\": [0-9]"'
+done
+check "--parallel: streams 3, depth 6" 'grep -q "\"kind\": \"parallel\", \"tokens\": 4, \"depth\": 6.*\"streams\": 3" "$tmp/par"'
+if "$INFERNO" bench -m "$MODEL" -t 2 --prefix 40 --suffix 5 -r 2 --bw-mib 0 --json >"$tmp/pre" 2>"$tmp/err"; then ok; else bad "bench --prefix failed"; cat "$tmp/err"; fi
+for key in cold_ttft_ms_median cached_ttft_ms_median; do
+    check "--prefix: $key" 'grep "\"kind\": \"prefix_cache\"" "$tmp/pre" | grep -q "\"'$key'\": [0-9]"'
+done
+check "--prefix: the cached requests hit" 'grep "\"kind\": \"prefix_cache\"" "$tmp/pre" | grep -Eq "\"hit_tokens\": [1-9]"'
+
 finish
