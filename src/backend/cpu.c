@@ -753,6 +753,8 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
     }
     c->ops = (inf_ops){
         .name = inf_isa_name(isa),
+        .buffer_alloc = c->ref->buffer_alloc, /* host memory, as the reference */
+        .buffer_free = c->ref->buffer_free,
         .matmul = cpu_matmul,
         .matmul_group = cpu_matmul_group,
         .rmsnorm = cpu_rmsnorm,

@@ -114,6 +114,13 @@ typedef struct inf_ops inf_ops;
 struct inf_ops {
     const char *name; /* "ref", "avx2", "avx512", "avx512+amx", "neon", "trace(...)" */
 
+    /* The buffers the kernels read and write (activations, the KV caches)
+     * come from here, so that a device backend can place them in its own
+     * memory; weights stay where the loader put them. 64-byte aligned;
+     * NULL when out of memory. buffer_free takes NULL. */
+    void *(*buffer_alloc)(const inf_ops *self, size_t bytes);
+    void (*buffer_free)(const inf_ops *self, void *p);
+
     /* y[n][w->rows] = x[n][w->cols] · W^T. scratch holds the rounded
      * activations: at least n * w->cols * sizeof(float) bytes, 64-aligned.
      *

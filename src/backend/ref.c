@@ -422,8 +422,20 @@ static void ref_matmul_group(const inf_ops *self, const inf_weight *const *w, in
     for (int i = 0; i < count; i++) ref_matmul(self, w[i], x, n, n_decode, y[i], scratch);
 }
 
+static void *ref_buffer_alloc(const inf_ops *self, size_t bytes) {
+    (void)self;
+    return inf_alloc_aligned(bytes);
+}
+
+static void ref_buffer_free(const inf_ops *self, void *p) {
+    (void)self;
+    inf_free_aligned(p);
+}
+
 static const inf_ops ref_table = {
     .name = "ref",
+    .buffer_alloc = ref_buffer_alloc,
+    .buffer_free = ref_buffer_free,
     .matmul = ref_matmul,
     .matmul_group = ref_matmul_group,
     .rmsnorm = ref_rmsnorm,

@@ -76,6 +76,16 @@ static void record(const inf_ops *self, enum trace_op op, uint64_t t0_ns, uint64
 
 /* ------------------------------------------------------------------ forwarding ops */
 
+static void *trace_buffer_alloc(const inf_ops *self, size_t bytes) {
+    const inf_ops *in = trace_of(self)->inner;
+    return in->buffer_alloc(in, bytes);
+}
+
+static void trace_buffer_free(const inf_ops *self, void *p) {
+    const inf_ops *in = trace_of(self)->inner;
+    in->buffer_free(in, p);
+}
+
 static void trace_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode,
                          float *y, void *scratch) {
     const inf_ops *in = trace_of(self)->inner;
@@ -204,6 +214,8 @@ inf_ops *inf_ops_trace_new(const inf_ops *inner) {
     snprintf(tr->name, sizeof tr->name, "trace(%s)", inner->name);
     tr->ops = (inf_ops){
         .name = tr->name,
+        .buffer_alloc = trace_buffer_alloc,
+        .buffer_free = trace_buffer_free,
         .matmul = trace_matmul,
         .matmul_group = trace_matmul_group,
         .rmsnorm = trace_rmsnorm,

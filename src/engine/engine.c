@@ -225,7 +225,7 @@ void inf_engine_free(inf_engine *e) {
     for (engine_request *r = e->queue_head, *next; r; r = next) next = r->next, free_request(r);
     for (engine_request *r = e->admitted, *next; r; r = next) next = r->next, free_request(r);
     kv_cache_free(&e->cache);
-    qwen3_work_free(&e->work);
+    qwen3_work_free(e->model, &e->work);
     free(e->logits);
     free(e->running);
     free(e->batch_tokens);

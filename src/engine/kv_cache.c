@@ -24,8 +24,9 @@ inf_status kv_cache_init(kv_cache *c, const inf_model *m, int block_size, int n_
     c->kv.block_size = block_size;
     c->kv.n_blocks = n_blocks;
     const size_t bytes = qwen3_kv_bytes(m, block_size, n_blocks);
-    c->kv.k = inf_alloc_aligned(bytes);
-    c->kv.v = inf_alloc_aligned(bytes);
+    const inf_ops *b = m->backend;
+    c->kv.k = b->buffer_alloc(b, bytes);
+    c->kv.v = b->buffer_alloc(b, bytes);
     c->ref = calloc((size_t)n_blocks, sizeof *c->ref);
     c->node_of = calloc((size_t)n_blocks, sizeof *c->node_of);
     c->free_list = malloc((size_t)n_blocks * sizeof *c->free_list);
@@ -53,8 +54,10 @@ static void free_subtree(prefix_node *n) {
 void kv_cache_free(kv_cache *c) {
     if (c->root) free_subtree(c->root->first_child);
     free(c->root);
-    inf_free_aligned(c->kv.k);
-    inf_free_aligned(c->kv.v);
+    if (c->model) {
+        c->model->backend->buffer_free(c->model->backend, c->kv.k);
+        c->model->backend->buffer_free(c->model->backend, c->kv.v);
+    }
     free(c->ref);
     free(c->node_of);
     free(c->free_list);

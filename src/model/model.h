@@ -67,7 +67,7 @@ struct inf_model {
 enum { QWEN3_UBATCH = 512 };
 
 /* A KV store: one pool of blocks, each holding block_size positions of every
- * layer's K and V. Layout of k and v (elements of kv_type; ops.h,
+ * layer's K and V, allocated by the model's backend. Layout of k and v (elements of kv_type; ops.h,
  * inf_kv_view): [n_layer][n_blocks][n_head_kv][block_size][head_dim]. */
 typedef struct qwen3_kv {
     void *k, *v;
@@ -107,9 +107,10 @@ typedef struct qwen3_work {
     int32_t *keep;   /* [n_cap] rows that go on through the last layer */
 } qwen3_work;
 
-/* Makes room for n rows (grows, never shrinks). */
+/* Makes room for n rows (grows, never shrinks); the buffers come from the
+ * model's backend (ops.h, buffer_alloc). */
 inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_error *err);
-void qwen3_work_free(qwen3_work *w);
+void qwen3_work_free(const inf_model *m, qwen3_work *w);
 
 /* Runs one batch through the model: the rows of n_seqs sequences, the
  * decode sequences first (then the first n_decode rows are decode rows; ops.h,

@@ -30,16 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void qwen3_work_free(qwen3_work *w) {
-    inf_free_aligned(w->x);
-    inf_free_aligned(w->xn);
-    inf_free_aligned(w->q);
-    inf_free_aligned(w->k);
-    inf_free_aligned(w->v);
-    inf_free_aligned(w->attn);
-    inf_free_aligned(w->gate);
-    inf_free_aligned(w->up);
-    inf_free_aligned(w->scratch);
+void qwen3_work_free(const inf_model *m, qwen3_work *w) {
+    const inf_ops *b = m->backend;
+    void *const bufs[] = {w->x, w->xn, w->q, w->k, w->v, w->attn, w->gate, w->up, w->scratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b->buffer_free(b, bufs[i]);
     free(w->pos);
     free(w->keep);
     memset(w, 0, sizeof *w);
@@ -48,23 +42,24 @@ void qwen3_work_free(qwen3_work *w) {
 inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_error *err) {
     if (n <= w->n_cap) return INF_OK;
     const qwen3_config *c = &m->cfg;
-    qwen3_work_free(w);
+    const inf_ops *b = m->backend;
+    qwen3_work_free(m, w);
     const size_t rows = (size_t)n;
     const int widest = INF_MAX(INF_MAX(c->n_embd, c->q_dim), c->n_ff);
-    w->x = inf_alloc_aligned(rows * (size_t)c->n_embd * sizeof(float));
-    w->xn = inf_alloc_aligned(rows * (size_t)c->n_embd * sizeof(float));
-    w->q = inf_alloc_aligned(rows * (size_t)c->q_dim * sizeof(float));
-    w->k = inf_alloc_aligned(rows * (size_t)c->kv_dim * sizeof(float));
-    w->v = inf_alloc_aligned(rows * (size_t)c->kv_dim * sizeof(float));
-    w->attn = inf_alloc_aligned(rows * (size_t)c->q_dim * sizeof(float));
-    w->gate = inf_alloc_aligned(rows * (size_t)c->n_ff * sizeof(float));
-    w->up = inf_alloc_aligned(rows * (size_t)c->n_ff * sizeof(float));
-    w->scratch = inf_alloc_aligned(rows * (size_t)widest * sizeof(float));
+    w->x = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float));
+    w->xn = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float));
+    w->q = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float));
+    w->k = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float));
+    w->v = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float));
+    w->attn = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float));
+    w->gate = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float));
+    w->up = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float));
+    w->scratch = b->buffer_alloc(b, rows * (size_t)widest * sizeof(float));
     w->pos = malloc(rows * sizeof *w->pos);
     w->keep = malloc(rows * sizeof *w->keep);
     if (!w->x || !w->xn || !w->q || !w->k || !w->v || !w->attn || !w->gate || !w->up || !w->scratch || !w->pos ||
         !w->keep) {
-        qwen3_work_free(w);
+        qwen3_work_free(m, w);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for activations of %d tokens", n);
     }
     w->n_cap = n;

@@ -28,8 +28,8 @@ inf_status inf_session_new(inf_model *m, int n_ctx, inf_session **out, inf_error
      * its rows itself, but faulted in every head's 2 MiB page at the first
      * token: ~0.4 s of a 2044-token prefill, and up to 1 s before the first
      * token when the kernel compacted memory for them. */
-    s->kv.k = inf_alloc_aligned(kv_bytes);
-    s->kv.v = inf_alloc_aligned(kv_bytes);
+    s->kv.k = m->backend->buffer_alloc(m->backend, kv_bytes);
+    s->kv.v = m->backend->buffer_alloc(m->backend, kv_bytes);
     inf_status st = INF_OK;
     if (!s->kv.k || !s->kv.v)
         st = inf_errorf(err, INF_ERR_NOMEM, "out of memory for a KV cache of %zu bytes", 2 * kv_bytes);
@@ -44,9 +44,9 @@ inf_status inf_session_new(inf_model *m, int n_ctx, inf_session **out, inf_error
 
 void inf_session_free(inf_session *s) {
     if (!s) return;
-    qwen3_work_free(&s->work);
-    inf_free_aligned(s->kv.k);
-    inf_free_aligned(s->kv.v);
+    qwen3_work_free(s->model, &s->work);
+    s->model->backend->buffer_free(s->model->backend, s->kv.k);
+    s->model->backend->buffer_free(s->model->backend, s->kv.v);
     free(s);
 }
 
