@@ -14,7 +14,7 @@
 
 #include "inferno.h"
 #include "io/gguf.h"
-#include "tok/json_value.h"
+#include "json/json_value.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

@@ -9,7 +9,7 @@
  * JavaScript's object model; both are settled once per object in
  * O(n log n), so a hostile object with many keys costs no quadratic time.
  */
-#include "tok/json_value.h"
+#include "json/json_value.h"
 
 #include "core/common.h"
 

@@ -14,6 +14,12 @@
  *     them (shortest round-trip digits, "1e+21", "1e-7", "-0" -> "0").
  * The reader also validates UTF-8 and rejects lone surrogate escapes (they
  * cannot be written as UTF-8), and bounds nesting depth.
+ *
+ * Its own folder, not the tokenizer's: nothing here tokenizes. Only the
+ * chat template needs JavaScript's semantics; the tokenizer reads
+ * tokenizer.json with a streaming scanner of its own (tok/tokenizer_json.c),
+ * and tokenizer_config.json's token names and generation_config.json are
+ * read with cJSON.
  */
 #ifndef INF_JSON_VALUE_H
 #define INF_JSON_VALUE_H

@@ -21,10 +21,11 @@
  * Jinja engines drop. Anything else is rendered as ChatML, matching the
  * classic ChatML Jinja template byte for byte.
  */
+#include "chat/chat_template.h"
+
+#include "chat/qwen3_template.h"
 #include "core/common.h"
-#include "tok/json_value.h"
-#include "tok/qwen3_template.h"
-#include "tok/tokenizer.h"
+#include "json/json_value.h"
 
 #include <stdint.h>
 #include <stdio.h>
