@@ -1,12 +1,18 @@
 # inferno — build the library, the CLI (build/inferno) and the tests.
 #
 #   make                  library + CLI
-#   make test             build and run the whole test suite
+#   make test             build and run the C and CLI tests of one build (BUILD, default build/)
 #   make SAN=1            AddressSanitizer + UndefinedBehaviorSanitizer build (in build-san/)
 #   make TSAN=1           ThreadSanitizer build (in build-tsan/)
 #   make kernel-tests     the backend alone and its tests (no cJSON etc.)
 #   make CC=aarch64-linux-gnu-gcc BUILD=build-arm64 kernel-tests
 #                         an arm64 cross build (scripts/check-arm64.sh)
+#
+# Flags: CFLAGS, CPPFLAGS, LDFLAGS and LDLIBS are the user's, from the
+# command line (make CFLAGS=-O3) or the environment; they never replace what
+# the build needs (INF_CFLAGS, INF_LDLIBS), which is added after them. OPT
+# (-O2) comes first, so an -O in CFLAGS wins; WERROR= turns -Werror off.
+# Objects are not rebuilt when only flags change: use another BUILD or make clean.
 #
 # The target architecture comes from $(CC) -dumpmachine. On x86-64, kernel
 # files named *_avx2.c / *_avx512.c / *_amx.c are compiled with their ISA's
@@ -19,20 +25,25 @@
 
 CC      ?= cc
 OPT     ?= -O2
-CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc $(CFLAGS_EXTRA)
-LDLIBS  := -lcjson -lutf8proc -ledit -lpthread -lm
+CFLAGS  ?= -g
+WERROR  ?= -Werror
 BUILD   ?= build
 
+INF_CFLAGS := -std=c11 -Wall -Wextra $(WERROR) -D_GNU_SOURCE -Iinclude -Isrc
+INF_LDLIBS := -lcjson -lutf8proc -ledit -lpthread -lm
+SAN_FLAGS  :=
+
 ifeq ($(SAN),1)
-BUILD   := build-san
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-LDFLAGS += -fsanitize=address,undefined
+BUILD     := build-san
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
 ifeq ($(TSAN),1)
-BUILD   := build-tsan
-CFLAGS  += -fsanitize=thread
-LDFLAGS += -fsanitize=thread
+BUILD     := build-tsan
+SAN_FLAGS := -fsanitize=thread
 endif
+
+ALL_CFLAGS  = $(OPT) $(CFLAGS) $(CPPFLAGS) $(INF_CFLAGS) $(SAN_FLAGS)
+ALL_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS)
 
 AVX2_FLAGS    := -mavx2 -mfma -mf16c
 AVX512_FLAGS  := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
@@ -72,7 +83,7 @@ $(BUILD)/libinferno.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/inferno: $(CLI_OBJ) $(BUILD)/libinferno.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libinferno.a $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
 
 $(BUILD)/libinferno-kernels.a: $(KERNEL_LIB_OBJ)
 	@rm -f $@
@@ -80,37 +91,37 @@ $(BUILD)/libinferno-kernels.a: $(KERNEL_LIB_OBJ)
 
 $(BUILD)/obj/%_dotprod.o: %_dotprod.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DOTPROD_FLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(DOTPROD_FLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/obj/%_amx.o: %_amx.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AMX_FLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(AMX_FLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/obj/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX512_FLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(AVX512_FLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/obj/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(AVX2_FLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/tests/%: tests/%.c $(TEST_LIB) tests/harness.h $(BUILD)/libinferno.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libinferno.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Itests $(ALL_LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
 
 $(BUILD)/kernel-tests/%: tests/%.c $(TEST_LIB) tests/harness.h $(BUILD)/libinferno-kernels.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libinferno-kernels.a -lpthread -lm
+	$(CC) $(ALL_CFLAGS) -Itests $(ALL_LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libinferno-kernels.a $(LDLIBS) -lpthread -lm
 
 tests: $(TEST_BIN) $(BUILD)/inferno
 
 kernel-tests: $(KERNEL_TESTS:%=$(BUILD)/kernel-tests/%)
 
-# The whole suite: C unit/golden tests and CLI tests (tests/cli/*.sh).
+# One build's tests: C unit/golden tests and CLI tests (tests/cli/*.sh).
 test: tests
 	BUILD=$(BUILD) sh scripts/run-tests.sh
 
