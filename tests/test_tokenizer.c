@@ -608,8 +608,8 @@ static void test_gguf_truncated(const corpus *c) {
     static const char *prompts[] = {
         "The quick brown fox jumps over the lazy dog.",
         "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
-        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\nprint(fib(30))  # 832040, caf\xC3\xA9 "
-        "na\xC3\xAFve \xE6\x9D\xB1\xE4\xBA\xAC",
+        ("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\nprint(fib(30))  # 832040, caf\xC3\xA9 "
+         "na\xC3\xAFve \xE6\x9D\xB1\xE4\xBA\xAC"), /* one text (parentheses: not a missing comma) */
     };
     static const int32_t p1[] = {785, 3974, 293, 4830, 282, 5131, 7784, 82, 916, 279, 1187, 4246, 5562, 13};
     static const int32_t p2[] = {8167, 872, 198, 3838, 374, 279, 6722, 315, 2869, 681, 30, 8168, 198, 8167, 395, 380, 517, 198};
