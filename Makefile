@@ -1,6 +1,7 @@
 # inferno — build the library, the CLI (build/inferno) and the tests.
 #
 #   make                  library + CLI
+#   make check            the whole suite, every build (sh scripts/check.sh; what CI runs)
 #   make test             build and run the C and CLI tests of one build (BUILD, default build/)
 #   make SAN=1            AddressSanitizer + UndefinedBehaviorSanitizer build (in build-san/)
 #   make TSAN=1           ThreadSanitizer build (in build-tsan/)
@@ -153,8 +154,15 @@ kernel-tests: $(KERNEL_TESTS:%=$(BUILD)/kernel-tests/%)
 test: tests
 	BUILD=$(BUILD) sh scripts/run-tests.sh
 
+# The whole suite, the README's and CI's one command: every build (gcc,
+# sanitizers, clang, arm64 under qemu) and the fuzz targets briefly. The
+# script's makes choose their own flags and jobs (JOBS=N), so this make's
+# -j and variables are not handed down to them.
+check:
+	MAKEFLAGS= MFLAGS= sh scripts/check.sh
+
 clean:
 	rm -rf build build-san build-tsan build-arm64 build-clang build-fuzz
 
-.PHONY: all tests kernel-tests fuzz-targets test clean
+.PHONY: all tests kernel-tests fuzz-targets test check clean
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
