@@ -6,7 +6,8 @@
 # that the binary runs without ARMv8.2) and on qemu's "max" CPU (with the
 # dot product: the SDOT matvec). Ends with the combined "N passed, N failed"
 # line; exits 0 only when everything passed. Without the cross tools it
-# prints "skipped: ..." and exits 0 (scripts/install-deps.sh installs them).
+# fails, naming what is missing (scripts/install-deps.sh installs them:
+# gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user).
 set -u
 cd "$(dirname "$0")/.."
 CROSS_CC=${CROSS_CC:-aarch64-linux-gnu-gcc}
@@ -15,16 +16,14 @@ SYSROOT=${SYSROOT:-/usr/aarch64-linux-gnu}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 BUILD=build-arm64
 
-for tool in "$CROSS_CC" "$QEMU"; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "skipped: $tool not found (scripts/install-deps.sh installs it)"
-        exit 0
-    fi
-done
-if [ ! -e "$SYSROOT/lib/ld-linux-aarch64.so.1" ]; then
-    echo "skipped: no arm64 libc in $SYSROOT (libc6-dev-arm64-cross)"
-    exit 0
-fi
+missing() { # what, package
+    echo "check-arm64.sh: $1 (package $2; sh scripts/install-deps.sh installs it)"
+    echo "0 passed, 1 failed"
+    exit 1
+}
+command -v "$CROSS_CC" >/dev/null 2>&1 || missing "$CROSS_CC not found" gcc-aarch64-linux-gnu
+command -v "$QEMU" >/dev/null 2>&1 || missing "$QEMU not found" qemu-user
+[ -e "$SYSROOT/lib/ld-linux-aarch64.so.1" ] || missing "no arm64 libc in $SYSROOT" libc6-dev-arm64-cross
 
 if ! make -s -j"$JOBS" CC="$CROSS_CC" BUILD=$BUILD kernel-tests >/dev/null; then
     make -j1 CC="$CROSS_CC" BUILD=$BUILD kernel-tests 2>&1 | tail -n 30

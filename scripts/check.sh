@@ -1,63 +1,116 @@
 #!/bin/sh
-# The whole test suite: builds inferno twice — optimized, and with
-# AddressSanitizer + UndefinedBehaviorSanitizer — and runs every test in
-# both builds; then the thread pool under ThreadSanitizer and the arm64
-# kernels cross-built and run under qemu (scripts/check-arm64.sh; skipped
-# without the cross tools). Ends with the combined "N passed, N failed" line.
+# The whole test suite (`make check`; CI runs it): builds inferno twice with
+# gcc — optimized, and with AddressSanitizer + UndefinedBehaviorSanitizer —
+# and runs every test in both builds; then the thread pool under
+# ThreadSanitizer; a clang build of everything (-Werror, as every build)
+# and its kernel-level tests; the arm64 kernels cross-built and run under
+# qemu (scripts/check-arm64.sh; it fails when the cross tools are missing:
+# scripts/install-deps.sh installs them); and every fuzz target for a
+# bounded number of inputs (scripts/fuzz.sh --runs). Ends with each step's
+# time and the combined "N passed, N failed" line.
+#
+# Knobs: JOBS (parallel compiles; all cores), TSAN_TESTS, CLANG_TESTS,
+# FUZZ_RUNS and FUZZ_SECONDS (inputs and seconds at most per fuzz target).
 set -u
 cd "$(dirname "$0")/.."
+MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 TSAN_TESTS=${TSAN_TESTS:-test_pool test_threads}
+CLANG_TESTS=${CLANG_TESTS:-test_kernels test_ops test_pool}
+FUZZ_RUNS=${FUZZ_RUNS:-10000}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 pass=0
 fail=0
+times=""
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# Adds the "N passed, N failed" of line $1 to the totals; a line without
+# it (a program that crashed) counts as one failure.
+add_totals() {
+    p=$(echo "$1" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$1" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    pass=$((pass + ${p:-0}))
+    fail=$((fail + ${f:-1}))
+}
+
+# Builds targets with make (quietly; on failure again on one job, to show
+# the first errors) and counts a failure. Usage: build NAME make-args...
+build() {
+    name=$1
+    shift
+    if ! $MAKE -s -j"$JOBS" "$@" >/dev/null; then
+        $MAKE -j1 "$@" 2>&1 | tail -n 30
+        echo "build failed: $name"
+        fail=$((fail + 1))
+        return 1
+    fi
+}
+
+# Runs a command whose output ends with "N passed, N failed", shows that
+# output and adds its totals.
+counted() {
+    "$@" 2>&1 | tee "$log"
+    add_totals "$(tail -n 1 "$log")"
+}
+
+step_start() {
+    echo "== $1"
+    step=$1
+    t0=$(date +%s)
+}
+step_end() {
+    times="$times$(printf '%-40s %4ss' "$step" $(($(date +%s) - t0)))
+"
+}
+
 for variant in plain san; do
     if [ "$variant" = san ]; then args="SAN=1"; build=build-san; else args=""; build=build; fi
-    echo "== $variant build ($build)"
-    if ! make -s -j"$JOBS" $args tests >/dev/null; then
-        make -j1 $args tests 2>&1 | tail -n 30
-        echo "build failed: $variant"
-        fail=$((fail + 1))
-        continue
+    step_start "$variant build ($build)"
+    if build "$variant" $args tests; then
+        counted env BUILD=$build ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+            sh scripts/run-tests.sh
     fi
-    out=$(mktemp)
-    BUILD=$build ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        sh scripts/run-tests.sh | tee "$out"
-    line=$(tail -n 1 "$out")
-    rm -f "$out"
-    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-    pass=$((pass + ${p:-0}))
-    fail=$((fail + ${f:-1}))
+    step_end
 done
+
 # The thread pool (and the threaded kernels that use it) under ThreadSanitizer.
-echo "== tsan build (build-tsan)"
+step_start "tsan build (build-tsan)"
 for t in $TSAN_TESTS; do
-    if make -s -j"$JOBS" TSAN=1 "build-tsan/tests/$t" >/dev/null 2>&1; then
+    if build "$t (tsan)" TSAN=1 "build-tsan/tests/$t"; then
         line=$(TSAN_OPTIONS=halt_on_error=1 "build-tsan/tests/$t" 2>&1 | tail -n 1)
         echo "$t (tsan): $line"
-        p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-        f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-        pass=$((pass + ${p:-0}))
-        fail=$((fail + ${f:-1}))
-    else
-        echo "build failed: $t (tsan)"
-        fail=$((fail + 1))
+        add_totals "$line"
     fi
 done
+step_end
+
+# A second compiler: clang builds the library, the CLI and every test with
+# -Werror; the kernel-level tests hold its code to the scalar reference.
+step_start "clang build (build-clang)"
+if ! command -v clang >/dev/null 2>&1; then
+    echo "clang not found (sh scripts/install-deps.sh installs it)"
+    fail=$((fail + 1))
+elif build clang CC=clang BUILD=build-clang tests; then
+    for t in $CLANG_TESTS; do
+        line=$("build-clang/tests/$t" 2>&1 | tee "$log" | tail -n 1)
+        echo "$t (clang): $line"
+        case "$line" in *" 0 failed") ;; *) grep '^FAIL' "$log" | head -n 20 ;; esac
+        add_totals "$line"
+    done
+fi
+step_end
+
 # The NEON kernels: an arm64 cross build under qemu-aarch64.
-echo "== arm64 build (build-arm64, qemu)"
-out=$(mktemp)
-JOBS="$JOBS" sh scripts/check-arm64.sh | tee "$out"
-line=$(tail -n 1 "$out")
-rm -f "$out"
-case "$line" in
-skipped:*) ;;
-*)
-    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-    pass=$((pass + ${p:-0}))
-    fail=$((fail + ${f:-1}))
-    ;;
-esac
+step_start "arm64 build (build-arm64, qemu)"
+counted env JOBS="$JOBS" sh scripts/check-arm64.sh
+step_end
+
+# Every fuzz target, briefly: its seeds, then FUZZ_RUNS generated inputs.
+step_start "fuzz targets (build-fuzz, $FUZZ_RUNS runs)"
+counted env JOBS="$JOBS" sh scripts/fuzz.sh --runs "$FUZZ_RUNS" "$FUZZ_SECONDS"
+step_end
+
+printf '%s' "$times"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,10 +1,15 @@
 #!/bin/sh
 # fuzz.sh — builds the libFuzzer targets in tests/fuzz/ (clang, with
-# AddressSanitizer and UndefinedBehaviorSanitizer) into build-fuzz/ and runs
-# each for SECONDS (default 60), one after another, starting from its seed
-# corpus. Not part of `make test` (it runs for minutes).
+# AddressSanitizer and UndefinedBehaviorSanitizer: make CC=clang FUZZ=1
+# fuzz-targets) into build-fuzz/ and runs each for SECONDS (default 60), one
+# after another, starting from its seed corpus. Not part of `make test`
+# (it runs for minutes); `make check` runs every target briefly (--runs).
 #
 #   sh scripts/fuzz.sh [SECONDS] [TARGET...]     build, then run (all targets by default)
+#   sh scripts/fuzz.sh --runs N [SECONDS] [TARGET...]
+#                                                a smoke run: every seed, then N
+#                                                generated inputs (at most SECONDS),
+#                                                from a fresh corpus each time
 #   sh scripts/fuzz.sh --build                   build only
 #
 # Seeds: tests/fuzz/corpus/<target>/ (small, committed), plus, copied at run
@@ -13,9 +18,11 @@
 # to under 100 runs/s and reach no code the small seeds miss), the chat
 # requests of tests/data/chat and Qwen3's tokenizer_config.json
 # (fuzz_chat_template), and the tokenizer corpus (fuzz_tokenizer). The
-# working corpus grows in build-fuzz/corpus/<target>/; crash inputs land in
-# build-fuzz/crashes/<target>/. To replay one:
+# working corpus grows in build-fuzz/corpus/<target>/ (a --runs smoke run
+# uses build-fuzz/smoke/<target>/ and empties it first); crash inputs land
+# in build-fuzz/crashes/<target>/. To replay one:
 #   build-fuzz/<target> build-fuzz/crashes/<target>/crash-...
+# Ends with "N passed, N failed" (a target passes when it did not crash).
 # Exit status: 0 when no target crashed, 1 otherwise, 2 on usage errors.
 set -eu
 cd "$(dirname "$0")/.."
@@ -24,66 +31,41 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 
 SECONDS_EACH=60
 BUILD_ONLY=0
+RUNS=""
 case "${1:-}" in
 -h|--help) usage; exit 0 ;;
 --build) BUILD_ONLY=1; shift ;;
+--runs)
+    case "${2:-}" in
+    ''|*[!0-9]*) echo "fuzz.sh: --runs needs a number (see --help)" >&2; exit 2 ;;
+    esac
+    RUNS=$2
+    shift 2 ;;
+esac
+case "${1:-}" in
+-*) echo "fuzz.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 '') ;;
 *[!0-9]*) echo "fuzz.sh: SECONDS must be a number (see --help)" >&2; exit 2 ;;
 *) SECONDS_EACH=$1; shift ;;
 esac
-ALL_TARGETS="fuzz_gguf fuzz_tokenizer fuzz_tokenizer_json fuzz_chat_template"
+ALL_TARGETS=$(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//' | tr '\n' ' ')
 TARGETS=${*:-$ALL_TARGETS}
 for t in $TARGETS; do
     [ -f "tests/fuzz/$t.c" ] || { echo "fuzz.sh: unknown target '$t' (targets: $ALL_TARGETS)" >&2; exit 2; }
 done
 
-CC=${FUZZ_CC:-clang}
 OUT=build-fuzz
-SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-CFLAGS="-std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc $SAN"
-# SIMD kernel files: AddressSanitizer only, no coverage feedback (clang 14
-# takes ~100 s on attention_avx512.c with ASan and UBSan together; the
-# scalar reference ops keep both).
-KERNEL_CFLAGS="-std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -fsanitize=address -fno-omit-frame-pointer"
-AVX2_FLAGS="-mavx2 -mfma -mf16c"
-AVX512_FLAGS="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c"
-LDLIBS="-lcjson -lutf8proc -lpthread -lm"
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
-# ---- build: library objects once (instrumented for coverage), then one binary per target.
-# An object is rebuilt when it is missing or older than a file its .d
-# (written by the compiler) lists.
-mkdir -p "$OUT/obj"
-find src -name '*.c' ! -path 'src/cli/*' | sort > "$OUT/all-sources"
-{ grep -E '_avx(2|512)\.c$' "$OUT/all-sources"; grep -vE '_avx(2|512)\.c$' "$OUT/all-sources"; } > "$OUT/sources" # slowest first
-: > "$OUT/objects"
-stale() { # obj
-    [ -f "$1" ] && [ -f "$1.d" ] || return 0
-    [ -n "$(sed -e 's/^[^:]*://' -e 's/\\$//' "$1.d" | xargs -r find 2>/dev/null -newer "$1" | head -1)" ]
-}
-while read -r src; do
-    obj="$OUT/obj/$(echo "$src" | tr / _ | sed 's/\.c$/.o/')"
-    echo "$obj" >> "$OUT/objects"
-    if stale "$obj"; then
-        case "$src" in
-        *_avx512.c) isa=$AVX512_FLAGS flags=$KERNEL_CFLAGS ;;
-        *_avx2.c) isa=$AVX2_FLAGS flags=$KERNEL_CFLAGS ;;
-        *) isa= flags="$CFLAGS -fsanitize=fuzzer-no-link" ;;
-        esac
-        # A source clang cannot compile (e.g. clang 14 lacks __builtin_cpu_supports("f16c"))
-        # falls back to gcc without instrumentation, with a warning naming it.
-        deps="-MMD -MF $obj.d"
-        echo "$CC $flags $isa $deps -c -o $obj $src 2>$obj.log || { echo 'fuzz.sh: $src: not compiled by $CC (see $obj.log); using gcc without sanitizers' >&2; gcc -std=c11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc $isa $deps -c -o $obj $src; }"
-    fi
-done < "$OUT/sources" > "$OUT/compile"
-if [ -s "$OUT/compile" ]; then
-    echo "fuzz.sh: compiling $(wc -l < "$OUT/compile") library sources with $CC"
-    tr '\n' '\0' < "$OUT/compile" | xargs -0 -P 2 -n 1 sh -c 'eval "$0" || exit 255'
+# ---- build (the Makefile's FUZZ=1 flags; make tracks what is stale)
+BINS=$(for t in $TARGETS; do printf '%s/%s ' "$OUT" "$t"; done)
+if ! ${MAKE:-make} -s -j"$JOBS" CC="${FUZZ_CC:-clang}" FUZZ=1 $BINS >/dev/null; then
+    ${MAKE:-make} -j1 CC="${FUZZ_CC:-clang}" FUZZ=1 $BINS 2>&1 | tail -n 30
+    echo "fuzz.sh: build failed" >&2
+    echo "0 passed, 1 failed"
+    exit 1
 fi
-for t in $TARGETS; do
-    $CC $CFLAGS -Wall -Wextra -Werror -fsanitize=fuzzer -Itests/fuzz -o "$OUT/$t" "tests/fuzz/$t.c" \
-        $(cat "$OUT/objects") $LDLIBS
-done
-echo "fuzz.sh: built $(echo $TARGETS | sed "s|\([^ ]*\)|$OUT/\1|g")"
+echo "fuzz.sh: built $BINS"
 [ "$BUILD_ONLY" = 1 ] && exit 0
 
 # ---- seeds that are made or copied at run time
@@ -113,8 +95,19 @@ for i, line in enumerate(open(sys.argv[1], encoding="utf-8")):
 
 # ---- run
 FAILED=""
+n_pass=0
+n_fail=0
 for t in $TARGETS; do
-    corpus="$OUT/corpus/$t"
+    if [ -n "$RUNS" ]; then
+        corpus="$OUT/smoke/$t"
+        rm -rf "$corpus"
+        limits="-runs=$RUNS -max_total_time=$SECONDS_EACH"
+        what="$RUNS runs (at most ${SECONDS_EACH}s)"
+    else
+        corpus="$OUT/corpus/$t"
+        limits="-max_total_time=$SECONDS_EACH"
+        what="${SECONDS_EACH}s"
+    fi
     crashes="$OUT/crashes/$t"
     mkdir -p "$corpus" "$crashes"
     seed_extra "$t" "$corpus"
@@ -127,17 +120,22 @@ for t in $TARGETS; do
     fuzz_tokenizer) max_len="-max_len=8192" ;;
     fuzz_chat_template) max_len="-max_len=16384" ;;
     esac
-    echo "fuzz.sh: $t for ${SECONDS_EACH}s (corpus $corpus)"
+    echo "fuzz.sh: $t for $what (corpus $corpus)"
     # -timeout: every input here runs in milliseconds; one that takes 20 s is a hang
-    if ! "$OUT/$t" -max_total_time="$SECONDS_EACH" -timeout=20 -print_final_stats=1 \
+    if "$OUT/$t" $limits -timeout=20 -print_final_stats=1 \
         -artifact_prefix="$crashes/" $dict $max_len "$corpus" "tests/fuzz/corpus/$t" 2> "$OUT/$t.log"; then
+        n_pass=$((n_pass + 1))
+    else
         FAILED="$FAILED $t"
+        n_fail=$((n_fail + 1))
     fi
     grep -a -E '^#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb|^SUMMARY|^==[0-9]+==ERROR|check failed' \
         "$OUT/$t.log" || true
 done
 if [ -n "$FAILED" ]; then
     echo "fuzz.sh: FAILED:$FAILED (logs: $OUT/<target>.log, inputs: $OUT/crashes/<target>/)" >&2
-    exit 1
+else
+    echo "fuzz.sh: no crashes"
 fi
-echo "fuzz.sh: no crashes"
+echo "$n_pass passed, $n_fail failed"
+[ "$n_fail" -eq 0 ]

@@ -1,8 +1,14 @@
 /*
- * harness.c — counts checks, prints failures and the closing line.
+ * harness.c — counts checks, prints failures and the closing line; reads
+ * files, draws test inputs, and makes and removes the scratch directory.
+ * Linked into every test program, the kernel-only ones too, so it uses
+ * nothing of the library beyond src/core/.
  */
 #include "harness.h"
 
+#include "core/common.h"
+
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,23 +45,41 @@ int test_summary(void) {
 }
 
 char *test_read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(buf, cap * 2 + 1);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (!buf) return NULL;
-    buf[n] = 0;
+    char *text;
+    size_t n;
+    if (inf_read_file(path, &text, &n, NULL) != INF_OK) return NULL;
     if (len) *len = n;
-    return buf;
+    return text;
+}
+
+uint64_t test_rng_next(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static char tmpdir[256];
+
+const char *test_tmpdir(const char *name) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/inferno-%s-XXXXXX", name);
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        tmpdir[0] = 0;
+        return NULL;
+    }
+    return tmpdir;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+    (void)sb, (void)type, (void)ftw;
+    if (remove(path) != 0) perror(path);
+    return 0;
+}
+
+void test_tmpdir_remove(void) {
+    if (!tmpdir[0]) return;
+    /* depth first, without following links out of the directory */
+    nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmpdir[0] = 0;
 }

@@ -7,6 +7,9 @@
  *   TEST_NEAR(a, b, tol, "what")   |a - b| <= tol
  *   test_begin("name")             names the group the next checks belong to
  *
+ * It also owns what several test programs need: reading a whole file, a
+ * seeded random stream for test inputs, and a scratch directory.
+ *
  * Test data paths are relative to the repository root (the runner's cwd).
  */
 #ifndef INF_TEST_HARNESS_H
@@ -14,14 +17,26 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 void test_begin(const char *name);
 bool test_check(bool ok, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int test_summary(void);
 
-/* Reads a whole file (NUL-terminated); NULL when unreadable. */
+/* Reads a whole file (NUL-terminated; len may be NULL); NULL when unreadable. */
 char *test_read_file(const char *path, size_t *len);
+
+/* splitmix64: the next value of a deterministic stream whose state (the
+ * seed, then advanced by each call) the caller keeps, so a failing input
+ * can be reproduced from its seed. */
+uint64_t test_rng_next(uint64_t *state);
+
+/* Makes a fresh scratch directory /tmp/inferno-NAME-XXXXXX and returns its
+ * path (NULL, with the reason on stderr, when it cannot); one per program.
+ * test_tmpdir_remove() deletes it and everything in it. */
+const char *test_tmpdir(const char *name);
+void test_tmpdir_remove(void);
 
 #define TEST_CHECK(cond, ...) test_check((cond), __FILE__, __LINE__, __VA_ARGS__)
 #define TEST_NEAR(a, b, tol, what)                                                           \

@@ -14,7 +14,7 @@
 
 #include "inferno.h"
 #include "io/gguf.h"
-#include "tok/json_value.h"
+#include "json/json_value.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define CHAT_DIR "tests/data/chat"
 #define MIN_SIZE(a, b) ((a) < (b) ? (a) : (b))
@@ -197,10 +196,10 @@ static void test_detection(void) {
                "non-JSON file: %s", err.msg);
 
     /* GGUF: the template key, a foreign template, and no template at all */
-    char path[] = "/tmp/inferno-chat-template-XXXXXX";
-    int fd = mkstemp(path);
-    if (TEST_CHECK(fd >= 0, "mkstemp")) {
-        close(fd);
+    const char *dir = test_tmpdir("chat-template");
+    if (TEST_CHECK(dir != NULL, "scratch directory")) {
+        char path[320];
+        snprintf(path, sizeof path, "%s/template.gguf", dir);
         struct {
             const char *text, *want;
         } cases[] = {{source, "qwen3"}, {CHATML_SOURCE, "ChatML"}, {NULL, "built-in"}};
@@ -212,7 +211,7 @@ static void test_detection(void) {
                            inf_chat_template_describe(t));
             inf_chat_template_free(t);
         }
-        unlink(path);
+        test_tmpdir_remove();
     }
     free(variant);
     free(source);
@@ -348,8 +347,8 @@ static void test_mutations(const inf_chat_template *qwen3) {
     for (int round = 0; round < 3000; round++) {
         memcpy(copy, request, len);
         for (int k = 0; k < 1 + round % 3; k++) {
-            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-            copy[rng % len] = (char)(rng >> 32);
+            uint64_t r = test_rng_next(&rng);
+            copy[r % len] = (char)(r >> 32);
         }
         char *out = NULL;
         size_t n = 0;

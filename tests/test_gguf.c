@@ -34,7 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char tmpdir[64];
+static const char *tmpdir;
 
 static void tmp_path(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", tmpdir, name); }
 
@@ -51,12 +51,7 @@ static bool file_exists(const char *path) {
 }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rng_next(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t rng_next(void) { return test_rng_next(&rng_state); }
 
 /* ------------------------------------------------------------------ value equality */
 
@@ -818,19 +813,13 @@ static void test_fuzz_seeds(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/inferno-test-gguf-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!(tmpdir = test_tmpdir("test-gguf"))) return 1;
     test_round_trip();
     test_writer_errors();
     test_getters();
     test_corrupt();
     test_mutations();
     test_fuzz_seeds();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    test_tmpdir_remove();
     return test_summary();
 }

@@ -26,7 +26,7 @@
 
 #define TOKENIZER_JSON "data/qwen3-tokenizer/tokenizer.json"
 
-static char tmpdir[] = "/tmp/inferno-test-model-XXXXXX";
+static const char *tmpdir;
 
 static void tiny_options(inf_synth_options *o) {
     inf_synth_options_default(o);
@@ -143,8 +143,6 @@ typedef struct geometry {
     double tol;
 } geometry;
 
-static unsigned lcg(unsigned *s) { return *s = *s * 1103515245u + 12345u; }
-
 static void check_prefill_equals_decode(const geometry *g) {
     test_begin(g->name);
     inf_synth_options o;
@@ -172,8 +170,8 @@ static void check_prefill_equals_decode(const geometry *g) {
     TEST_CHECK(info.head_dim == g->head_dim && info.n_head_kv == g->n_head_kv, "geometry read back");
     int n = g->n_prompt, V = info.n_vocab;
     int32_t *ids = malloc((size_t)n * sizeof *ids);
-    unsigned seed = 12345;
-    for (int i = 0; i < n; i++) ids[i] = (int32_t)(lcg(&seed) >> 8) % (V - 30);
+    uint64_t seed = 12345;
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)(test_rng_next(&seed) % (uint64_t)(V - 30));
     float *all = malloc((size_t)n * (size_t)V * sizeof(float));
     float *one = malloc((size_t)V * sizeof(float));
     inf_session *a = NULL, *b = NULL;
@@ -260,10 +258,7 @@ static void check_session_rules(void) {
 }
 
 int main(void) {
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!(tmpdir = test_tmpdir("test-model"))) return 1;
     check_bad_models();
     static const geometry geometries[] = {
         {"f32 GQA tied", 2, 64, 96, 4, 2, 16, true, INF_DTYPE_F32, INF_KV_F32, 40, 1e-4},
@@ -297,6 +292,6 @@ int main(void) {
     for (size_t i = 0; i < sizeof geometries / sizeof geometries[0]; i++)
         check_prefill_equals_decode(&geometries[i]);
     check_session_rules();
-    rmdir(tmpdir);
+    test_tmpdir_remove();
     return test_summary();
 }

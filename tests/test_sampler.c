@@ -29,7 +29,7 @@
 
 #define TOKENIZER "data/qwen3-tokenizer/tokenizer.json"
 
-static char tmpdir[64];
+static const char *tmpdir;
 
 static inf_sampler *make(int n_vocab, const inf_sampler_params *p) {
     inf_sampler *s = NULL;
@@ -529,8 +529,7 @@ static void test_defaults(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/inferno-sampler-XXXXXX");
-    if (!mkdtemp(tmpdir)) return 1;
+    if (!(tmpdir = test_tmpdir("sampler"))) return 1;
     test_filters();
     test_draws();
     test_penalties();
@@ -538,6 +537,6 @@ int main(void) {
     test_stops();
     test_utf8_stream();
     test_defaults();
-    rmdir(tmpdir);
+    test_tmpdir_remove();
     return test_summary();
 }

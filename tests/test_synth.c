@@ -28,7 +28,7 @@
 #define TOKENIZER "data/qwen3-tokenizer/tokenizer.json"
 #define TOKENIZER_CONFIG "data/qwen3-tokenizer/tokenizer_config.json"
 
-static char tmpdir[64];
+static const char *tmpdir;
 
 static void tiny_a(inf_synth_options *o, inf_dtype type) {
     inf_synth_options_default(o);
@@ -318,18 +318,12 @@ static void test_errors(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/inferno-test-synth-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!(tmpdir = test_tmpdir("test-synth"))) return 1;
     test_layout();
     test_values();
     test_full_vocab();
     test_faults();
     test_errors();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    test_tmpdir_remove();
     return test_summary();
 }

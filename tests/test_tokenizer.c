@@ -24,6 +24,7 @@
  */
 #include "harness.h"
 
+#include "core/common.h"
 #include "inferno.h"
 #include "io/gguf.h"
 #include "tok/tokenizer.h"
@@ -37,7 +38,7 @@
 #define TOKENIZER_JSON "data/qwen3-tokenizer/tokenizer.json"
 #define DATA "tests/data/tokenizer/"
 
-static char tmpdir[64];
+static const char *tmpdir;
 
 /* ------------------------------------------------------------------ golden files */
 
@@ -57,17 +58,6 @@ typedef struct corpus {
     id_list *ids, *ids_plain;
 } corpus;
 
-static int hex4(const char *p) {
-    int v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0) return -1;
-        v = v * 16 + d;
-    }
-    return v;
-}
-
 /* Decodes a JSON string line (embedded U+0000 kept, which cJSON cannot). */
 static bool parse_string(const char *s, size_t n, text *out) {
     out->s = malloc(n + 1);
@@ -85,23 +75,15 @@ static bool parse_string(const char *s, size_t n, text *out) {
             out->s[o++] = to[hit - from];
             continue;
         }
-        int cp = hex4(s + i + 1);
+        int cp = inf_hex4(s + i + 1);
         i += 4;
         if (cp >= 0xD800 && cp < 0xDC00) {
-            int lo = hex4(s + i + 3);
+            int lo = inf_hex4(s + i + 3);
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             i += 6;
         }
         if (cp < 0) return false;
-        unsigned c = (unsigned)cp;
-        if (c < 0x80) out->s[o++] = (char)c;
-        else if (c < 0x800) out->s[o++] = (char)(0xC0 | c >> 6), out->s[o++] = (char)(0x80 | (c & 63));
-        else if (c < 0x10000)
-            out->s[o++] = (char)(0xE0 | c >> 12), out->s[o++] = (char)(0x80 | ((c >> 6) & 63)),
-            out->s[o++] = (char)(0x80 | (c & 63));
-        else
-            out->s[o++] = (char)(0xF0 | c >> 18), out->s[o++] = (char)(0x80 | ((c >> 12) & 63)),
-            out->s[o++] = (char)(0x80 | ((c >> 6) & 63)), out->s[o++] = (char)(0x80 | (c & 63));
+        o += inf_utf8_encode((uint32_t)cp, out->s + o);
     }
     out->s[o] = 0;
     out->len = o;
@@ -434,8 +416,7 @@ static char *small_tokenizer_json(const char *model_type, const char *regex_tail
         unsigned cp = printable ? (unsigned)b : 0x100u + (unsigned)shifted++;
         char ch[8];
         if (cp == '"' || cp == '\\') snprintf(ch, sizeof ch, "\\%c", (char)cp);
-        else if (cp < 0x80) snprintf(ch, sizeof ch, "%c", (char)cp);
-        else snprintf(ch, sizeof ch, "%c%c", (char)(0xC0 | cp >> 6), (char)(0x80 | (cp & 63)));
+        else ch[inf_utf8_encode(cp, ch)] = 0;
         at += snprintf(s + at, cap - (size_t)at, "\"%s\": %d, ", ch, b);
     }
     snprintf(s + at, cap - (size_t)at, "\"ab\": 256}, \"merges\": [%s]}}", merge);
@@ -533,8 +514,7 @@ static void write_small_gguf(const char *path, const char *model, const char *pr
     for (int b = 0; b < 256; b++) {
         bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
         unsigned cp = printable ? (unsigned)b : 0x100u + (unsigned)shifted++;
-        if (cp < 0x80) store[b][0] = (char)cp, store[b][1] = 0;
-        else store[b][0] = (char)(0xC0 | cp >> 6), store[b][1] = (char)(0x80 | (cp & 63)), store[b][2] = 0;
+        store[b][inf_utf8_encode(cp, store[b])] = 0;
         tokens[b] = store[b];
         types[b] = 1;
     }
@@ -628,8 +608,8 @@ static void test_gguf_truncated(const corpus *c) {
     static const char *prompts[] = {
         "The quick brown fox jumps over the lazy dog.",
         "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
-        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\nprint(fib(30))  # 832040, caf\xC3\xA9 "
-        "na\xC3\xAFve \xE6\x9D\xB1\xE4\xBA\xAC",
+        ("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\nprint(fib(30))  # 832040, caf\xC3\xA9 "
+         "na\xC3\xAFve \xE6\x9D\xB1\xE4\xBA\xAC"), /* one text (parentheses: not a missing comma) */
     };
     static const int32_t p1[] = {785, 3974, 293, 4830, 282, 5131, 7784, 82, 916, 279, 1187, 4246, 5562, 13};
     static const int32_t p2[] = {8167, 872, 198, 3838, 374, 279, 6722, 315, 2869, 681, 30, 8168, 198, 8167, 395, 380, 517, 198};
@@ -708,11 +688,7 @@ static void test_threads(const corpus *c) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/inferno-test-tokenizer-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!(tmpdir = test_tmpdir("test-tokenizer"))) return 1;
     corpus c = {0};
     test_begin("corpus");
     bool have_corpus = TEST_CHECK(load_corpus(&c), "cannot read the goldens in " DATA);
@@ -740,8 +716,6 @@ int main(void) {
         test_threads(&c);
     }
     free_corpus(&c);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    test_tmpdir_remove();
     return test_summary();
 }

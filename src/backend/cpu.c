@@ -119,8 +119,9 @@ bool inf_isa_supported(inf_isa isa) {
     if ((unsigned)isa >= INF_ISA_COUNT || !isa_kernels(isa)) return false;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
+    unsigned a1, b1, c1, d1; /* F16C from cpuid leaf 1, ECX bit 29: clang 14's __builtin_cpu_supports lacks "f16c" */
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
+                      __get_cpuid(1, &a1, &b1, &c1, &d1) && (c1 >> 29 & 1);
     if (isa == INF_ISA_AVX2) return avx2;
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&

@@ -1,5 +1,11 @@
 /*
- * cli_util.c — helpers shared by the commands: strict parsing and errors.
+ * cli_util.c — helpers shared by the commands: strict parsing, errors and
+ * reading input.
+ *
+ * The CLI is a client of include/inferno.h only, so it cannot call the
+ * library's internal helpers (core/common.h): cli_read_stream/cli_read_file
+ * stay here rather than use inf_read_file, and they read to EOF instead of
+ * sizing the file first, because their input is often a pipe (stdin).
  */
 #include "cli/cli.h"
 

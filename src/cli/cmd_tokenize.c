@@ -44,6 +44,8 @@ static bool print_ids(const int32_t *ids, size_t n) {
     return putchar('\n') != EOF;
 }
 
+/* hex4 and put_utf8 repeat inf_hex4 and inf_utf8_encode of the library's
+ * core/common.h, which is internal: the CLI sees include/inferno.h only. */
 static int hex4(const char *p) {
     int v = 0;
     for (int i = 0; i < 4; i++) {

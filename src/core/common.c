@@ -1,8 +1,10 @@
 /*
- * common.c — error formatting, status names, aligned allocation.
+ * common.c — error formatting, status names, aligned allocation, the
+ * growable byte buffer, whole-file reads, UTF-8 encoding, JSON's \u hex digits.
  */
 #include "core/common.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,3 +45,105 @@ void *inf_alloc_aligned(size_t bytes) {
 
 void inf_free_aligned(void *p) { free(p); }
 
+
+/* ------------------------------------------------------------------ buffer */
+
+bool inf_buf_reserve(inf_buf *b, size_t extra) {
+    size_t want;
+    if (!inf_add_size(b->len, extra, &want)) {
+        b->failed = true;
+        return false;
+    }
+    if (want <= b->cap && b->data) return true;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < want) {
+        if (!inf_mul_size(cap, 2, &cap)) {
+            b->failed = true;
+            return false;
+        }
+    }
+    char *p = realloc(b->data, cap);
+    if (!p) {
+        b->failed = true;
+        return false;
+    }
+    b->data = p;
+    b->cap = cap;
+    return true;
+}
+
+void inf_buf_append(inf_buf *b, const void *p, size_t n) {
+    size_t room;
+    if (b->failed || !inf_add_size(n, 1, &room) || !inf_buf_reserve(b, room)) {
+        b->failed = true;
+        return;
+    }
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+
+void inf_buf_puts(inf_buf *b, const char *s) { inf_buf_append(b, s, strlen(s)); }
+
+/* ------------------------------------------------------------------ files */
+
+inf_status inf_read_file(const char *path, char **out, size_t *len, inf_error *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return inf_errorf(err, INF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    inf_status st = INF_OK;
+    char *buf = NULL;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        st = inf_errorf(err, INF_ERR_IO, "%s: cannot determine the file size", path);
+    } else if (!(buf = malloc((size_t)size + 1))) {
+        st = inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory for %ld bytes", path, size);
+    } else if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
+        st = inf_errorf(err, INF_ERR_IO, "%s: short read", path);
+        free(buf);
+        buf = NULL;
+    } else {
+        buf[size] = 0;
+        *len = (size_t)size;
+    }
+    fclose(f);
+    *out = buf;
+    return st;
+}
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+size_t inf_utf8_encode(uint32_t cp, char *out) {
+    unsigned char *o = (unsigned char *)out;
+    if (cp < 0x80) {
+        o[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (unsigned char)(0xC0 | (cp >> 6));
+        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | (cp >> 12));
+        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0 | (cp >> 18));
+    o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+int inf_hex4(const char *p) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}

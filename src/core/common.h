@@ -1,7 +1,9 @@
 /*
  * common.h — small helpers every stage of the library shares: error
- * reporting into an inf_error, overflow-checked size arithmetic, and
- * allocation wrappers. Internal; not part of the public API.
+ * reporting into an inf_error, overflow-checked size arithmetic,
+ * allocation wrappers, a growable byte buffer, reading a whole file and
+ * UTF-8 encoding. Internal; not part of the public API (the CLI keeps its
+ * own copies of what it needs, in src/cli/).
  */
 #ifndef INF_COMMON_H
 #define INF_COMMON_H
@@ -9,6 +11,8 @@
 #include "inferno.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -33,6 +37,40 @@ static inline bool inf_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
 /* Aligned allocation (64-byte, for SIMD rows); free with inf_free_aligned. NULL on failure or size 0 overflow. */
 void *inf_alloc_aligned(size_t bytes);
 void inf_free_aligned(void *p);
+
+/* A growable byte buffer: data[0..len) in cap bytes; zero-initialize it,
+ * free(data) when done. A failed allocation sets failed, which stays set:
+ * inf_buf_append then does nothing more, so a writer can append freely and
+ * check once at the end. */
+typedef struct inf_buf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} inf_buf;
+
+/* Ensures room for extra more bytes (the capacity doubles, from 256);
+ * false (and failed set) on allocation failure or overflow. On success data
+ * is never NULL, even for extra 0, so data + len is valid. */
+bool inf_buf_reserve(inf_buf *b, size_t extra);
+
+/* Appends n bytes and keeps a NUL after them (not counted in len);
+ * nothing once failed is set. */
+void inf_buf_append(inf_buf *b, const void *p, size_t n);
+void inf_buf_puts(inf_buf *b, const char *s);
+
+/* Reads the whole file at path into a malloc'd buffer with a NUL after its
+ * *len bytes (*out NULL on failure). Errors name the path: INF_ERR_IO when
+ * it cannot be opened, sized or read, INF_ERR_NOMEM. */
+inf_status inf_read_file(const char *path, char **out, size_t *len, inf_error *err);
+
+/* Writes cp (at most U+10FFFF) as UTF-8 to out (room for 4 bytes); returns
+ * the length. */
+size_t inf_utf8_encode(uint32_t cp, char *out);
+
+/* The value of the 4 hex digits at p (as after a JSON "\u"), 0..0xFFFF;
+ * -1 when one is not a hex digit. Reads at most 4 bytes, stopping at the
+ * first non-digit (so a NUL ends it safely). */
+int inf_hex4(const char *p);
 
 #define INF_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define INF_MAX(a, b) ((a) > (b) ? (a) : (b))

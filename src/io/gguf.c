@@ -882,56 +882,35 @@ void gguf_writer_add_tensor(gguf_writer *w, const char *name, inf_dtype type, ui
     w->tensors[w->n_tensors++] = t;
 }
 
-/* A growable byte buffer for the serialized header. */
-typedef struct bytebuf {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-} bytebuf;
-
-static void buf_put(bytebuf *b, const void *src, size_t n) {
-    if (b->oom) return;
-    if (n > b->cap - b->n) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->n < n) {
-            if (cap > SIZE_MAX / 2) { b->oom = true; return; }
-            cap *= 2;
-        }
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) { b->oom = true; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-}
-static void buf_u32(bytebuf *b, uint32_t v) { buf_put(b, &v, 4); }
-static void buf_u64(bytebuf *b, uint64_t v) { buf_put(b, &v, 8); }
-static void buf_str(bytebuf *b, const gguf_string *s) {
+/* The header is serialized into an inf_buf; its sticky failed flag is
+ * checked once, after the last byte (writer_header). */
+static void buf_u32(inf_buf *b, uint32_t v) { inf_buf_append(b, &v, 4); }
+static void buf_u64(inf_buf *b, uint64_t v) { inf_buf_append(b, &v, 8); }
+static void buf_str(inf_buf *b, const gguf_string *s) {
     buf_u64(b, s->len);
-    buf_put(b, s->data, (size_t)s->len);
+    inf_buf_append(b, s->data, (size_t)s->len);
 }
 
 /* Serializes a scalar; false when the value does not fit its type's width. */
-static bool buf_scalar(bytebuf *b, gguf_type t, const gguf_value *v) {
+static bool buf_scalar(inf_buf *b, gguf_type t, const gguf_value *v) {
     switch (t) {
-    case GGUF_TYPE_UINT8: { uint8_t x = (uint8_t)v->u64; buf_put(b, &x, 1); return v->u64 <= UINT8_MAX; }
-    case GGUF_TYPE_INT8: { int8_t x = (int8_t)v->i64; buf_put(b, &x, 1); return v->i64 >= INT8_MIN && v->i64 <= INT8_MAX; }
-    case GGUF_TYPE_UINT16: { uint16_t x = (uint16_t)v->u64; buf_put(b, &x, 2); return v->u64 <= UINT16_MAX; }
-    case GGUF_TYPE_INT16: { int16_t x = (int16_t)v->i64; buf_put(b, &x, 2); return v->i64 >= INT16_MIN && v->i64 <= INT16_MAX; }
-    case GGUF_TYPE_UINT32: { uint32_t x = (uint32_t)v->u64; buf_put(b, &x, 4); return v->u64 <= UINT32_MAX; }
-    case GGUF_TYPE_INT32: { int32_t x = (int32_t)v->i64; buf_put(b, &x, 4); return v->i64 >= INT32_MIN && v->i64 <= INT32_MAX; }
-    case GGUF_TYPE_FLOAT32: { float x = (float)v->f64; buf_put(b, &x, 4); return true; }
-    case GGUF_TYPE_BOOL: { uint8_t x = v->b; buf_put(b, &x, 1); return true; }
-    case GGUF_TYPE_UINT64: buf_put(b, &v->u64, 8); return true;
-    case GGUF_TYPE_INT64: buf_put(b, &v->i64, 8); return true;
-    case GGUF_TYPE_FLOAT64: buf_put(b, &v->f64, 8); return true;
+    case GGUF_TYPE_UINT8: { uint8_t x = (uint8_t)v->u64; inf_buf_append(b, &x, 1); return v->u64 <= UINT8_MAX; }
+    case GGUF_TYPE_INT8: { int8_t x = (int8_t)v->i64; inf_buf_append(b, &x, 1); return v->i64 >= INT8_MIN && v->i64 <= INT8_MAX; }
+    case GGUF_TYPE_UINT16: { uint16_t x = (uint16_t)v->u64; inf_buf_append(b, &x, 2); return v->u64 <= UINT16_MAX; }
+    case GGUF_TYPE_INT16: { int16_t x = (int16_t)v->i64; inf_buf_append(b, &x, 2); return v->i64 >= INT16_MIN && v->i64 <= INT16_MAX; }
+    case GGUF_TYPE_UINT32: { uint32_t x = (uint32_t)v->u64; inf_buf_append(b, &x, 4); return v->u64 <= UINT32_MAX; }
+    case GGUF_TYPE_INT32: { int32_t x = (int32_t)v->i64; inf_buf_append(b, &x, 4); return v->i64 >= INT32_MIN && v->i64 <= INT32_MAX; }
+    case GGUF_TYPE_FLOAT32: { float x = (float)v->f64; inf_buf_append(b, &x, 4); return true; }
+    case GGUF_TYPE_BOOL: { uint8_t x = v->b; inf_buf_append(b, &x, 1); return true; }
+    case GGUF_TYPE_UINT64: inf_buf_append(b, &v->u64, 8); return true;
+    case GGUF_TYPE_INT64: inf_buf_append(b, &v->i64, 8); return true;
+    case GGUF_TYPE_FLOAT64: inf_buf_append(b, &v->f64, 8); return true;
     case GGUF_TYPE_STRING: case GGUF_TYPE_ARRAY: break;
     }
     return false;
 }
 
-static bool buf_value(bytebuf *b, const gguf_value *v) {
+static bool buf_value(inf_buf *b, const gguf_value *v) {
     if (v->type == GGUF_TYPE_STRING) {
         buf_str(b, &v->str);
         return true;
@@ -951,10 +930,10 @@ static bool buf_value(bytebuf *b, const gguf_value *v) {
         const bool *e = v->arr.data;
         for (uint64_t i = 0; i < v->arr.n; i++) {
             uint8_t x = e[i];
-            buf_put(b, &x, 1);
+            inf_buf_append(b, &x, 1);
         }
     } else if (v->arr.n > 0) {
-        buf_put(b, v->arr.data, (size_t)v->arr.n * type_file_width(v->arr.elem_type));
+        inf_buf_append(b, v->arr.data, (size_t)v->arr.n * type_file_width(v->arr.elem_type));
     }
     return true;
 }
@@ -984,10 +963,10 @@ static inf_status write_zeros(int fd, uint64_t n, const char *tmp, inf_error *er
 
 /* Serializes the header (through the padding before the data section) and
  * computes each tensor's padded size. */
-static inf_status writer_header(gguf_writer *w, const char *path, uint64_t alignment, bytebuf *b,
+static inf_status writer_header(gguf_writer *w, const char *path, uint64_t alignment, inf_buf *b,
                                 uint64_t *tensor_bytes, inf_error *err) {
     const uint32_t version = 3;
-    buf_put(b, GGUF_MAGIC, 4);
+    inf_buf_append(b, GGUF_MAGIC, 4);
     buf_u32(b, version);
     buf_u64(b, w->n_tensors);
     buf_u64(b, w->n_kv);
@@ -1022,12 +1001,12 @@ static inf_status writer_header(gguf_writer *w, const char *path, uint64_t align
             return inf_errorf(err, INF_ERR_INVALID, "%s: tensor data exceeds 2^64 bytes", path);
     }
     static const uint8_t zeros[64];
-    for (uint64_t pad = (alignment - b->n % alignment) % alignment; pad > 0;) {
+    for (uint64_t pad = (alignment - b->len % alignment) % alignment; pad > 0;) {
         size_t k = (size_t)INF_MIN(pad, (uint64_t)sizeof zeros);
-        buf_put(b, zeros, k);
+        inf_buf_append(b, zeros, k);
         pad -= k;
     }
-    if (b->oom) return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory serializing the header", path);
+    if (b->failed) return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory serializing the header", path);
     return INF_OK;
 }
 
@@ -1048,7 +1027,7 @@ inf_status gguf_writer_write(gguf_writer *w, const char *path, inf_error *err) {
     uint64_t *tensor_bytes = malloc((w->n_tensors ? w->n_tensors : 1) * sizeof *tensor_bytes);
     size_t tmp_len = strlen(path) + 5;
     char *tmp = malloc(tmp_len);
-    bytebuf b = {0};
+    inf_buf b = {0};
     int fd = -1;
     if (!names || !tensor_bytes || !tmp) {
         st = inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", path);
@@ -1068,7 +1047,7 @@ inf_status gguf_writer_write(gguf_writer *w, const char *path, inf_error *err) {
         st = inf_errorf(err, INF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
         goto done;
     }
-    st = write_all(fd, b.p, b.n, tmp, err);
+    st = write_all(fd, b.data, b.len, tmp, err);
     for (size_t i = 0; i < w->n_tensors && !st; i++) {
         st = write_all(fd, w->tensors[i].data, (size_t)tensor_bytes[i], tmp, err);
         if (!st) st = write_zeros(fd, (alignment - tensor_bytes[i] % alignment) % alignment, tmp, err);
@@ -1079,7 +1058,7 @@ inf_status gguf_writer_write(gguf_writer *w, const char *path, inf_error *err) {
         st = inf_errorf(err, INF_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
     if (st) unlink(tmp);
 done:
-    free(b.p);
+    free(b.data);
     free(tmp);
     free(tensor_bytes);
     free(names);

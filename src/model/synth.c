@@ -145,35 +145,10 @@ static int64_t map_get(const text_map *m, const char *key) {
     return -1;
 }
 
-static char *read_text_file(const char *path, size_t *len, inf_error *err, inf_status *st) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *st = inf_errorf(err, INF_ERR_IO, "%s: cannot open", path);
-        return NULL;
-    }
-    char *buf = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-        buf = malloc((size_t)size + 1);
-        if (buf && fread(buf, 1, (size_t)size, f) != (size_t)size) {
-            free(buf);
-            buf = NULL;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        *st = inf_errorf(err, size < 0 ? INF_ERR_IO : INF_ERR_NOMEM, "%s: cannot read", path);
-        return NULL;
-    }
-    buf[size] = 0;
-    *len = (size_t)size;
-    return buf;
-}
-
 static cJSON *parse_json_file(const char *path, inf_error *err, inf_status *st) {
     size_t len;
-    char *text = read_text_file(path, &len, err, st);
-    if (!text) return NULL;
+    char *text;
+    if ((*st = inf_read_file(path, &text, &len, err))) return NULL;
     cJSON *json = cJSON_ParseWithLength(text, len);
     free(text);
     if (!json) *st = inf_errorf(err, INF_ERR_FORMAT, "%s: not valid JSON", path);

@@ -72,7 +72,7 @@ typedef struct encode_ctx {
     const inf_tokenizer *tok;
     tok_ids ids;
     bpe_scratch scratch;
-    uni_buf normalized;
+    inf_buf normalized;
 } encode_ctx;
 
 /* Steps 2-4 for one stretch of text without added tokens. */

@@ -11,8 +11,4 @@
 /* Builds a tokenizer from tokenizer.ggml.* metadata of an open GGUF. */
 inf_status inf_tokenizer_from_gguf(const gguf_file *f, inf_tokenizer **out, inf_error *err);
 
-/* Builds a chat template from tokenizer.chat_template of an open GGUF
- * (the built-in Qwen3 template when the key is absent). */
-inf_status inf_chat_template_from_gguf(const gguf_file *f, inf_chat_template **out, inf_error *err);
-
 #endif

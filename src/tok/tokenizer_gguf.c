@@ -71,7 +71,7 @@ inf_status inf_tokenizer_from_gguf(const gguf_file *f, inf_tokenizer **out, inf_
     vocab_builder b;
     st = vocab_builder_init(&b, f->path, (int32_t)n_tokens, err);
     if (st) return st;
-    uni_buf bytes = {0};
+    inf_buf bytes = {0};
     for (uint64_t id = 0; id < n_tokens && !st; id++) {
         int32_t type = types ? types[id] : GGUF_TOKEN_NORMAL;
         const gguf_string *t = &tokens[id];

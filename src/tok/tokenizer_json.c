@@ -16,7 +16,6 @@
 #include "tok/vocab.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,21 +64,8 @@ static bool scan_expect(json_scan *js, char c) {
     return scan_fail(js, what);
 }
 
-static int hex4(const char *p) {
-    int v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-        else return -1;
-    }
-    return v;
-}
-
 /* A JSON string, decoded to UTF-8 into out (replacing its contents). */
-static bool scan_string(json_scan *js, uni_buf *out) {
+static bool scan_string(json_scan *js, inf_buf *out) {
     out->len = 0;
     scan_ws(js);
     if (js->pos >= js->len || js->s[js->pos] != '"') return scan_fail(js, "expected a string");
@@ -87,7 +73,7 @@ static bool scan_string(json_scan *js, uni_buf *out) {
     for (;;) {
         size_t run = i;
         while (i < js->len && js->s[i] != '"' && js->s[i] != '\\' && (unsigned char)js->s[i] >= 0x20) i++;
-        if (!uni_buf_reserve(out, i - run + 4)) return scan_fail(js, "out of memory");
+        if (!inf_buf_reserve(out, i - run + 4)) return scan_fail(js, "out of memory");
         memcpy(out->data + out->len, js->s + run, i - run);
         out->len += i - run;
         if (i >= js->len || (unsigned char)js->s[i] < 0x20) {
@@ -109,11 +95,11 @@ static bool scan_string(json_scan *js, uni_buf *out) {
             js->pos = i;
             return scan_fail(js, "invalid escape");
         }
-        int cp = hex4(js->s + i + 2);
+        int cp = inf_hex4(js->s + i + 2);
         i += 6;
         if (cp >= 0xDC00 && cp <= 0xDFFF) cp = -1;
         if (cp >= 0xD800 && cp <= 0xDBFF) {
-            int lo = i + 6 <= js->len && js->s[i] == '\\' && js->s[i + 1] == 'u' ? hex4(js->s + i + 2) : -1;
+            int lo = i + 6 <= js->len && js->s[i] == '\\' && js->s[i + 1] == 'u' ? inf_hex4(js->s + i + 2) : -1;
             if (lo < 0xDC00 || lo > 0xDFFF) {
                 cp = -1;
             } else {
@@ -125,7 +111,7 @@ static bool scan_string(json_scan *js, uni_buf *out) {
             js->pos = i;
             return scan_fail(js, "invalid \\u escape");
         }
-        out->len += uni_utf8_encode((uint32_t)cp, out->data + out->len);
+        out->len += inf_utf8_encode((uint32_t)cp, out->data + out->len);
     }
     js->pos = i + 1;
     return true;
@@ -195,8 +181,8 @@ typedef struct vocab_entry {
 
 typedef struct json_load {
     json_scan js;
-    uni_buf str, bytes; /* scratch: a decoded JSON string, its bytes */
-    uni_buf vocab_text;
+    inf_buf str, bytes; /* scratch: a decoded JSON string, its bytes */
+    inf_buf vocab_text;
     vocab_entry *vocab;
     size_t n_vocab, vocab_cap;
     bool have_vocab, have_merges;
@@ -399,30 +385,6 @@ static const char *config_token(const cJSON *config, const char *key) {
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static inf_status read_whole_file(const char *path, char **out, size_t *len, inf_error *err) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return inf_errorf(err, INF_ERR_IO, "%s: %s", path, strerror(errno));
-    inf_status st = INF_OK;
-    char *buf = NULL;
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        st = inf_errorf(err, INF_ERR_IO, "%s: cannot determine the file size", path);
-    } else if (!(buf = malloc((size_t)size + 1))) {
-        st = inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory for %ld bytes", path, size);
-    } else if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        st = inf_errorf(err, INF_ERR_IO, "%s: short read", path);
-        free(buf);
-        buf = NULL;
-    } else {
-        buf[size] = 0;
-        *len = (size_t)size;
-    }
-    fclose(f);
-    *out = buf;
-    return st;
-}
-
 /* Reads tokenizer_config.json beside path, when there is one. */
 static inf_status read_config(const char *path, cJSON **config, inf_error *err) {
     *config = NULL;
@@ -440,7 +402,7 @@ static inf_status read_config(const char *path, cJSON **config, inf_error *err) 
     fclose(probe);
     size_t len;
     char *text;
-    inf_status st = read_whole_file(cfg_path, &text, &len, err);
+    inf_status st = inf_read_file(cfg_path, &text, &len, err);
     if (!st && !(*config = cJSON_ParseWithLength(text, len)))
         st = inf_errorf(err, INF_ERR_FORMAT, "%s: malformed JSON", cfg_path);
     free(text);
@@ -595,7 +557,7 @@ inf_status tokenizer_load_json(const char *path, inf_tokenizer **out, inf_error 
     *out = NULL;
     size_t len;
     char *text;
-    inf_status st = read_whole_file(path, &text, &len, err);
+    inf_status st = inf_read_file(path, &text, &len, err);
     if (st) return st;
     json_load L = {0};
     L.js = (json_scan){text, len, 0, path, err, INF_OK};

@@ -124,47 +124,6 @@ size_t uni_utf8_invalid_offset(const char *text, size_t len) {
     return len;
 }
 
-size_t uni_utf8_encode(uint32_t cp, char *out) {
-    unsigned char *o = (unsigned char *)out;
-    if (cp < 0x80) {
-        o[0] = (unsigned char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (unsigned char)(0xC0 | (cp >> 6));
-        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (unsigned char)(0xE0 | (cp >> 12));
-        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (unsigned char)(0xF0 | (cp >> 18));
-    o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* ------------------------------------------------------------------ buffer */
-
-bool uni_buf_reserve(uni_buf *b, size_t extra) {
-    size_t want;
-    if (__builtin_add_overflow(b->len, extra, &want)) return false;
-    if (want <= b->cap && b->data) return true;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < want) {
-        if (__builtin_mul_overflow(cap, 2, &cap)) return false;
-    }
-    char *p = realloc(b->data, cap);
-    if (!p) return false;
-    b->data = p;
-    b->cap = cap;
-    return true;
-}
-
 /* ------------------------------------------------------------------ NFC */
 
 static uint8_t ccc_of(const uint8_t *props, uint32_t cp) {
@@ -239,7 +198,7 @@ static void order_run(uint32_t *cp, uint8_t *ccc, size_t n, uint32_t *tmp_cp, ui
 }
 
 /* Appends NFC of one stretch s[0..len) (valid UTF-8) to out. */
-static bool nfc_stretch(const uint8_t *props, const unsigned char *s, size_t len, uni_buf *out) {
+static bool nfc_stretch(const uint8_t *props, const unsigned char *s, size_t len, inf_buf *out) {
     size_t max_cp; /* a code point decomposes to at most 4 */
     if (__builtin_mul_overflow(len, 4, &max_cp)) return false;
     size_t bytes; /* cp + tmp_cp (uint32) and ccc + tmp_ccc (uint8) */
@@ -308,9 +267,9 @@ static bool nfc_stretch(const uint8_t *props, const unsigned char *s, size_t len
         cp[kept++] = c;
     }
 
-    bool ok = uni_buf_reserve(out, kept * 4);
+    bool ok = inf_buf_reserve(out, kept * 4);
     if (ok)
-        for (size_t i = 0; i < kept; i++) out->len += uni_utf8_encode(cp[i], out->data + out->len);
+        for (size_t i = 0; i < kept; i++) out->len += inf_utf8_encode(cp[i], out->data + out->len);
     free(cp);
     return ok;
 }
@@ -330,9 +289,9 @@ bool uni_nfc_is_quick_yes(const uint8_t *props, const char *text, size_t len) {
     return true;
 }
 
-bool uni_nfc_append(const uint8_t *props, const char *text, size_t len, uni_buf *out) {
+bool uni_nfc_append(const uint8_t *props, const char *text, size_t len, inf_buf *out) {
     const unsigned char *s = (const unsigned char *)text;
-    if (!uni_buf_reserve(out, len ? len : 1)) return false; /* out->data is never NULL after success */
+    if (!inf_buf_reserve(out, len ? len : 1)) return false; /* out->data is never NULL after success */
     if (len == 0) return true;
     size_t copied = 0;     /* s[0..copied) has been dealt with */
     size_t last_start = 0; /* start of the last code point before i */
@@ -360,14 +319,14 @@ bool uni_nfc_append(const uint8_t *props, const char *text, size_t len, uni_buf 
             if (!(props[c] & UNI_NFC_CHECK)) break;
             to += k;
         }
-        if (!uni_buf_reserve(out, from - copied)) return false;
+        if (!inf_buf_reserve(out, from - copied)) return false;
         memcpy(out->data + out->len, s + copied, from - copied);
         out->len += from - copied;
         if (!nfc_stretch(props, s + from, to - from, out)) return false;
         copied = to;
         i = to;
     }
-    if (!uni_buf_reserve(out, len - copied)) return false;
+    if (!inf_buf_reserve(out, len - copied)) return false;
     memcpy(out->data + out->len, s + copied, len - copied);
     out->len += len - copied;
     return true;

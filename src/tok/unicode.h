@@ -8,6 +8,8 @@
 #ifndef INF_TOK_UNICODE_H
 #define INF_TOK_UNICODE_H
 
+#include "core/common.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -91,9 +93,6 @@ static inline uint32_t uni_utf8_decode(const unsigned char *s, size_t *n) {
            ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
 }
 
-/* Writes cp (at most U+10FFFF) as UTF-8 to out (room for 4 bytes); returns the length. */
-size_t uni_utf8_encode(uint32_t cp, char *out);
-
 /* How many leading bytes of s[0..len) follow the pattern of one well-formed
  * UTF-8 sequence (0 when s[0] cannot start one); *need is the length of the
  * sequence s[0] starts (0 when it starts none). The result equals *need for a
@@ -104,16 +103,6 @@ size_t uni_utf8_prefix(const unsigned char *s, size_t len, size_t *need);
 
 /* ---- NFC */
 
-/* A growable byte buffer. */
-typedef struct uni_buf {
-    char *data;
-    size_t len, cap;
-} uni_buf;
-
-/* Ensures room for extra more bytes; false on allocation failure or overflow.
- * On success data is never NULL (even for extra 0), so data + len is valid. */
-bool uni_buf_reserve(uni_buf *b, size_t extra);
-
 /* True when NFC(s) == s is certain from the quick check (no code point of s
  * has UNI_NFC_CHECK). s is valid UTF-8. */
 bool uni_nfc_is_quick_yes(const uint8_t *props, const char *s, size_t len);
@@ -121,6 +110,6 @@ bool uni_nfc_is_quick_yes(const uint8_t *props, const char *s, size_t len);
 /* Appends NFC(s) to out, normalizing only the stretches that need it.
  * s is valid UTF-8. False on allocation failure; on success out->data is
  * not NULL, even for empty s. */
-bool uni_nfc_append(const uint8_t *props, const char *s, size_t len, uni_buf *out);
+bool uni_nfc_append(const uint8_t *props, const char *s, size_t len, inf_buf *out);
 
 #endif /* INF_TOK_UNICODE_H */

@@ -37,10 +37,10 @@ static void build_alphabet(void) {
     }
 }
 
-bool bytelevel_decode(const char *text, size_t len, uni_buf *out, bool *bad_alphabet) {
+bool bytelevel_decode(const char *text, size_t len, inf_buf *out, bool *bad_alphabet) {
     pthread_once(&alphabet_once, build_alphabet);
     *bad_alphabet = false;
-    if (!uni_buf_reserve(out, len)) return false;
+    if (!inf_buf_reserve(out, len)) return false;
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0; i < len;) {
         size_t need, k = uni_utf8_prefix(s + i, len - i, &need);
@@ -71,7 +71,7 @@ inf_status vocab_builder_init(vocab_builder *b, const char *source, int32_t n_vo
     b->n_vocab = n_vocab;
     b->text_off = calloc((size_t)n_vocab + 1, sizeof *b->text_off);
     b->kind = malloc((size_t)n_vocab);
-    if (!b->text_off || !b->kind || !uni_buf_reserve(&b->text, (size_t)n_vocab * 8)) {
+    if (!b->text_off || !b->kind || !inf_buf_reserve(&b->text, (size_t)n_vocab * 8)) {
         vocab_builder_free(b);
         return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory for %ld tokens", source, (long)n_vocab);
     }
@@ -91,7 +91,7 @@ void vocab_builder_free(vocab_builder *b) {
 /* Ids below `id` that were never set become empty unused tokens. */
 static bool fill_until(vocab_builder *b, int32_t id, int32_t *filled) {
     while (*filled < id) {
-        if (!uni_buf_reserve(&b->text, 1)) return false;
+        if (!inf_buf_reserve(&b->text, 1)) return false;
         b->text_off[*filled] = (uint32_t)b->text.len;
         b->text.data[b->text.len++] = 0;
         ++*filled;
@@ -108,7 +108,7 @@ inf_status vocab_builder_set(vocab_builder *b, int32_t id, const char *bytes, si
     if (len > TOK_MAX_TOKEN_BYTES)
         return inf_errorf(err, INF_ERR_UNSUPPORTED, "%s: token %ld is %zu bytes long (at most %d supported)",
                           b->source, (long)id, len, TOK_MAX_TOKEN_BYTES);
-    if (!fill_until(b, id, &filled) || !uni_buf_reserve(&b->text, len + 1) || b->text.len + len + 1 > UINT32_MAX)
+    if (!fill_until(b, id, &filled) || !inf_buf_reserve(&b->text, len + 1) || b->text.len + len + 1 > UINT32_MAX)
         return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory for token text", b->source);
     b->text_off[id] = (uint32_t)b->text.len;
     memcpy(b->text.data + b->text.len, bytes, len);
@@ -129,7 +129,7 @@ inf_status vocab_builder_add_merge(vocab_builder *b, const char *left, size_t le
         b->merge_off = off;
         b->merge_cap = cap;
     }
-    if (!uni_buf_reserve(&b->merge_text, left_len + right_len) || b->merge_text.len + left_len + right_len > UINT32_MAX)
+    if (!inf_buf_reserve(&b->merge_text, left_len + right_len) || b->merge_text.len + left_len + right_len > UINT32_MAX)
         return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory for merges", b->source);
     memcpy(b->merge_text.data + b->merge_text.len, left, left_len);
     b->merge_text.len += left_len;
@@ -295,7 +295,7 @@ static inf_status resolve_merges(inf_tokenizer *tok, const vocab_builder *b, con
 inf_status vocab_build(vocab_builder *b, inf_tokenizer **out, inf_error *err) {
     *out = NULL;
     int32_t filled = (int32_t)b->text_off[b->n_vocab];
-    if (!fill_until(b, b->n_vocab, &filled) || !uni_buf_reserve(&b->text, 0)) {
+    if (!fill_until(b, b->n_vocab, &filled) || !inf_buf_reserve(&b->text, 0)) {
         vocab_builder_free(b);
         return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", b->source);
     }

@@ -48,10 +48,10 @@ static inline const char *tok_text(const inf_tokenizer *tok, int32_t id) {
 typedef struct vocab_builder {
     const char *source; /* file name for messages */
     int32_t n_vocab;
-    uni_buf text;       /* token bytes, NUL after each */
+    inf_buf text;       /* token bytes, NUL after each */
     uint32_t *text_off; /* [n_vocab + 1] */
     uint8_t *kind;      /* [n_vocab] */
-    uni_buf merge_text; /* merge parts' bytes */
+    inf_buf merge_text; /* merge parts' bytes */
     uint32_t *merge_off; /* [2 * n_merges + 1]: part k is merge_text[merge_off[k] .. merge_off[k + 1]) */
     size_t n_merges, merge_cap;
     bool nfc;
@@ -80,6 +80,6 @@ inf_status tokenizer_load_json(const char *path, inf_tokenizer **out, inf_error 
 /* Undoes the GPT-2 byte-level alphabet: appends the bytes that the UTF-8
  * string s[0..len) stands for to out. False when a character is outside the
  * alphabet or memory runs out (*bad_alphabet says which). */
-bool bytelevel_decode(const char *s, size_t len, uni_buf *out, bool *bad_alphabet);
+bool bytelevel_decode(const char *s, size_t len, inf_buf *out, bool *bad_alphabet);
 
 #endif /* INF_TOK_VOCAB_H */

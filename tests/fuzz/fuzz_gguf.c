@@ -18,6 +18,7 @@
  */
 #include "fuzz_common.h"
 
+#include "chat/chat_template.h"
 #include "inferno.h"
 #include "io/gguf.h"
 #include "tok/tokenizer.h"

@@ -200,7 +200,7 @@ static void check_text(const uint8_t *data, size_t size) {
     bool valid = uni_utf8_invalid_offset(text, size) == size;
     FUZZ_CHECK(valid == utf8proc_valid(data, size), "UTF-8 validity: tokenizer %d, utf8proc %d", valid, !valid);
 
-    uni_buf nfc = {0};
+    inf_buf nfc = {0};
     if (valid) FUZZ_CHECK(uni_nfc_append(uni_props(), text, size, &nfc), "out of memory");
     if (valid && nfc_tables_agree(data, size)) {
         size_t ref_len;
@@ -229,7 +229,7 @@ static void check_text(const uint8_t *data, size_t size) {
         if (flags & INF_TOKENIZE_NO_SPECIAL) {
             FUZZ_CHECK(same_bytes(back, len, nfc.data, nfc.len), "decode(encode(x)) != NFC(x)");
         } else {
-            uni_buf back_nfc = {0};
+            inf_buf back_nfc = {0};
             FUZZ_CHECK(uni_nfc_append(uni_props(), back, len, &back_nfc), "out of memory");
             FUZZ_CHECK(same_bytes(back_nfc.data, back_nfc.len, nfc.data, nfc.len),
                        "NFC(decode(encode(x))) != NFC(x)");

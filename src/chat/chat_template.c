@@ -21,10 +21,11 @@
  * Jinja engines drop. Anything else is rendered as ChatML, matching the
  * classic ChatML Jinja template byte for byte.
  */
+#include "chat/chat_template.h"
+
+#include "chat/qwen3_template.h"
 #include "core/common.h"
-#include "tok/json_value.h"
-#include "tok/qwen3_template.h"
-#include "tok/tokenizer.h"
+#include "json/json_value.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -93,32 +94,6 @@ const char *inf_chat_template_describe(const inf_chat_template *tmpl) {
 
 /* ------------------------------------------------------------------ loading files */
 
-static char *read_whole_file(const char *path, size_t *len, inf_error *err, inf_status *st) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *st = inf_errorf(err, INF_ERR_IO, "%s: cannot open", path);
-        return NULL;
-    }
-    char *buf = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        *st = inf_errorf(err, INF_ERR_IO, "%s: cannot read", path);
-    } else if (!(buf = malloc((size_t)size + 1))) {
-        *st = inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory (%ld bytes)", path, size);
-    } else if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        free(buf);
-        buf = NULL;
-        *st = inf_errorf(err, INF_ERR_IO, "%s: short read", path);
-    } else {
-        buf[size] = 0;
-        *len = (size_t)size;
-        *st = INF_OK;
-    }
-    fclose(f);
-    return buf;
-}
-
 /* dir_of(path) + "/" + name, malloc'd. */
 static char *sibling_path(const char *path, const char *name) {
     const char *slash = strrchr(path, '/');
@@ -163,8 +138,9 @@ static inf_status load_from_config(const char *path, const json_value *config, i
     inf_status st = INF_OK;
     if (file_exists(jinja_path)) {
         size_t len = 0;
-        char *text = read_whole_file(jinja_path, &len, err, &st);
-        if (text) st = template_from_text(text, len, out, err);
+        char *text;
+        st = inf_read_file(jinja_path, &text, &len, err);
+        if (st == INF_OK) st = template_from_text(text, len, out, err);
         free(text);
     } else {
         st = template_new(CHAT_FORMAT_QWEN3, DESCRIBE_BUILTIN, out, err);
@@ -189,10 +165,10 @@ inf_status inf_chat_template_load(const char *path, inf_chat_template **out, inf
         return st;
     }
 
-    inf_status st;
     size_t len = 0;
-    char *text = read_whole_file(path, &len, err, &st);
-    if (!text) return st;
+    char *text;
+    inf_status st = inf_read_file(path, &text, &len, err);
+    if (st != INF_OK) return st;
     json_value *doc = NULL;
     st = json_parse(text, len, path, &doc, err);
     free(text);
@@ -358,7 +334,7 @@ typedef struct text_span {
 
 static text_span span_of(const json_value *v) { return (text_span){v->str.data, v->str.len}; }
 
-static void put_span(json_buf *b, text_span s) { json_buf_append(b, s.p, s.n); }
+static void put_span(inf_buf *b, text_span s) { inf_buf_append(b, s.p, s.n); }
 
 /* Offset of the first (or last) occurrence of needle in s, or -1. */
 static long long find_first(text_span s, const char *needle) {
@@ -461,25 +437,25 @@ static bool role_is(const json_value *msg, const char *role) { return string_equ
 
 /* The system preamble: the first message when it is a system message, and
  * the tool signatures when there are tools. */
-static void qwen3_preamble(const chat_request *req, json_buf *b) {
+static void qwen3_preamble(const chat_request *req, inf_buf *b) {
     const json_value *first = message_at(req, 0);
     bool has_system = role_is(first, "system");
     if (req->tools) {
-        json_buf_puts(b, "<|im_start|>system\n");
+        inf_buf_puts(b, "<|im_start|>system\n");
         if (has_system) {
             put_span(b, span_of(json_get(first, "content")));
-            json_buf_puts(b, "\n\n");
+            inf_buf_puts(b, "\n\n");
         }
-        json_buf_puts(b, QWEN3_TOOLS_INTRO);
+        inf_buf_puts(b, QWEN3_TOOLS_INTRO);
         for (size_t i = 0; i < req->tools->arr.n; i++) {
-            json_buf_puts(b, "\n");
+            inf_buf_puts(b, "\n");
             json_write_tojson(b, req->tools->arr.items[i]);
         }
-        json_buf_puts(b, QWEN3_TOOLS_OUTRO);
+        inf_buf_puts(b, QWEN3_TOOLS_OUTRO);
     } else if (has_system) {
-        json_buf_puts(b, "<|im_start|>system\n");
+        inf_buf_puts(b, "<|im_start|>system\n");
         put_span(b, span_of(json_get(first, "content")));
-        json_buf_puts(b, "<|im_end|>\n");
+        inf_buf_puts(b, "<|im_end|>\n");
     }
 }
 
@@ -497,28 +473,28 @@ static size_t qwen3_last_query_index(const chat_request *req) {
     return n - 1;
 }
 
-static void qwen3_tool_calls(const json_value *calls, text_span content, json_buf *b) {
+static void qwen3_tool_calls(const json_value *calls, text_span content, inf_buf *b) {
     for (size_t c = 0; c < calls->arr.n; c++) {
         const json_value *call = calls->arr.items[c];
-        if (c > 0 || content.n > 0) json_buf_puts(b, "\n");
+        if (c > 0 || content.n > 0) inf_buf_puts(b, "\n");
         const json_value *function = json_get(call, "function");
         if (function && function->type == JSON_OBJECT && function->obj.n > 0) call = function;
-        json_buf_puts(b, "<tool_call>\n{\"name\": \"");
+        inf_buf_puts(b, "<tool_call>\n{\"name\": \"");
         put_span(b, span_of(json_get(call, "name")));
-        json_buf_puts(b, "\", \"arguments\": ");
+        inf_buf_puts(b, "\", \"arguments\": ");
         const json_value *args = json_get(call, "arguments");
         if (args && args->type == JSON_STRING) {
             put_span(b, span_of(args));
         } else if (args) {
             json_write_tojson(b, args);
         } else {
-            json_buf_puts(b, "null"); /* tojson of an undefined value */
+            inf_buf_puts(b, "null"); /* tojson of an undefined value */
         }
-        json_buf_puts(b, "}\n</tool_call>");
+        inf_buf_puts(b, "}\n</tool_call>");
     }
 }
 
-static void qwen3_assistant(const chat_request *req, size_t i, size_t last_query, json_buf *b) {
+static void qwen3_assistant(const chat_request *req, size_t i, size_t last_query, inf_buf *b) {
     const json_value *msg = message_at(req, i);
     text_span content = span_of(json_get(msg, "content"));
     text_span reasoning = {"", 0};
@@ -541,43 +517,43 @@ static void qwen3_assistant(const chat_request *req, size_t i, size_t last_query
     }
 
     size_t n = req->messages->arr.n;
-    json_buf_puts(b, "<|im_start|>assistant\n");
+    inf_buf_puts(b, "<|im_start|>assistant\n");
     if (i > last_query && (i == n - 1 || reasoning.n > 0)) {
-        json_buf_puts(b, "<think>\n");
+        inf_buf_puts(b, "<think>\n");
         put_span(b, js_trim(reasoning));
-        json_buf_puts(b, "\n</think>\n\n");
+        inf_buf_puts(b, "\n</think>\n\n");
         put_span(b, js_trim_start(content));
     } else {
         put_span(b, content);
     }
     const json_value *calls = json_get(msg, "tool_calls");
     if (calls && calls->type == JSON_ARRAY && calls->arr.n > 0) qwen3_tool_calls(calls, content, b);
-    json_buf_puts(b, "<|im_end|>\n");
+    inf_buf_puts(b, "<|im_end|>\n");
 }
 
 /* Consecutive tool messages share one user turn of <tool_response> blocks. */
-static void qwen3_tool_response(const chat_request *req, size_t i, json_buf *b) {
+static void qwen3_tool_response(const chat_request *req, size_t i, inf_buf *b) {
     size_t n = req->messages->arr.n;
-    if (i == 0 || !role_is(message_at(req, i - 1), "tool")) json_buf_puts(b, "<|im_start|>user");
-    json_buf_puts(b, "\n<tool_response>\n");
+    if (i == 0 || !role_is(message_at(req, i - 1), "tool")) inf_buf_puts(b, "<|im_start|>user");
+    inf_buf_puts(b, "\n<tool_response>\n");
     const json_value *content = json_get(message_at(req, i), "content");
     if (!is_absent(content)) put_span(b, span_of(content)); /* null prints as nothing */
-    json_buf_puts(b, "\n</tool_response>");
-    if (i == n - 1 || !role_is(message_at(req, i + 1), "tool")) json_buf_puts(b, "<|im_end|>\n");
+    inf_buf_puts(b, "\n</tool_response>");
+    if (i == n - 1 || !role_is(message_at(req, i + 1), "tool")) inf_buf_puts(b, "<|im_end|>\n");
 }
 
-static void render_qwen3(const chat_request *req, json_buf *b) {
+static void render_qwen3(const chat_request *req, inf_buf *b) {
     qwen3_preamble(req, b);
     size_t last_query = qwen3_last_query_index(req);
     for (size_t i = 0; i < req->messages->arr.n; i++) {
         const json_value *msg = message_at(req, i);
         const json_value *role = json_get(msg, "role");
         if (string_equals(role, "user") || (string_equals(role, "system") && i > 0)) {
-            json_buf_puts(b, "<|im_start|>");
+            inf_buf_puts(b, "<|im_start|>");
             put_span(b, span_of(role));
-            json_buf_puts(b, "\n");
+            inf_buf_puts(b, "\n");
             put_span(b, span_of(json_get(msg, "content")));
-            json_buf_puts(b, "<|im_end|>\n");
+            inf_buf_puts(b, "<|im_end|>\n");
         } else if (string_equals(role, "assistant")) {
             qwen3_assistant(req, i, last_query, b);
         } else if (string_equals(role, "tool")) {
@@ -586,8 +562,8 @@ static void render_qwen3(const chat_request *req, json_buf *b) {
         /* any other role is not rendered */
     }
     if (req->add_generation_prompt) {
-        json_buf_puts(b, "<|im_start|>assistant\n");
-        if (req->enable_thinking == THINKING_FALSE) json_buf_puts(b, "<think>\n\n</think>\n\n");
+        inf_buf_puts(b, "<|im_start|>assistant\n");
+        if (req->enable_thinking == THINKING_FALSE) inf_buf_puts(b, "<think>\n\n</think>\n\n");
     }
 }
 
@@ -597,16 +573,16 @@ static void render_qwen3(const chat_request *req, json_buf *b) {
  *   {% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' +
  *   message['content'] + '<|im_end|>' + '\n'}}{% endfor %}
  *   {% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %} */
-static void render_chatml(const chat_request *req, json_buf *b) {
+static void render_chatml(const chat_request *req, inf_buf *b) {
     for (size_t i = 0; i < req->messages->arr.n; i++) {
         const json_value *msg = message_at(req, i);
-        json_buf_puts(b, "<|im_start|>");
+        inf_buf_puts(b, "<|im_start|>");
         put_span(b, span_of(json_get(msg, "role")));
-        json_buf_puts(b, "\n");
+        inf_buf_puts(b, "\n");
         put_span(b, span_of(json_get(msg, "content")));
-        json_buf_puts(b, "<|im_end|>\n");
+        inf_buf_puts(b, "<|im_end|>\n");
     }
-    if (req->add_generation_prompt) json_buf_puts(b, "<|im_start|>assistant\n");
+    if (req->add_generation_prompt) inf_buf_puts(b, "<|im_start|>assistant\n");
 }
 
 /* ------------------------------------------------------------------ render */
@@ -622,13 +598,13 @@ inf_status inf_chat_template_render(const inf_chat_template *tmpl, const char *r
     chat_request req;
     st = validate_request(tmpl->format, doc, &req, err);
     if (st == INF_OK) {
-        json_buf b = {0};
+        inf_buf b = {0};
         if (tmpl->format == CHAT_FORMAT_QWEN3) {
             render_qwen3(&req, &b);
         } else {
             render_chatml(&req, &b);
         }
-        json_buf_append(&b, "", 0); /* an empty prompt still gets a buffer */
+        inf_buf_append(&b, "", 0); /* an empty prompt still gets a buffer */
         if (b.failed) {
             free(b.data);
             st = inf_errorf(err, INF_ERR_NOMEM, "chat template: out of memory rendering the prompt");

@@ -14,10 +14,17 @@
  *     them (shortest round-trip digits, "1e+21", "1e-7", "-0" -> "0").
  * The reader also validates UTF-8 and rejects lone surrogate escapes (they
  * cannot be written as UTF-8), and bounds nesting depth.
+ *
+ * Its own folder, not the tokenizer's: nothing here tokenizes. Only the
+ * chat template needs JavaScript's semantics; the tokenizer reads
+ * tokenizer.json with a streaming scanner of its own (tok/tokenizer_json.c),
+ * and tokenizer_config.json's token names and generation_config.json are
+ * read with cJSON.
  */
 #ifndef INF_JSON_VALUE_H
 #define INF_JSON_VALUE_H
 
+#include "core/common.h"
 #include "inferno.h"
 
 #include <stdbool.h>
@@ -72,19 +79,10 @@ void json_free(json_value *v);
 const json_value *json_get(const json_value *obj, const char *key);
 
 /* A growable byte buffer. */
-typedef struct json_buf {
-    char *data;
-    size_t len, cap;
-    bool failed; /* an allocation failed; data is no longer extended */
-} json_buf;
-
-void json_buf_append(json_buf *b, const char *s, size_t n);
-void json_buf_puts(json_buf *b, const char *s);
-
 /* Appends v as @huggingface/jinja's `tojson` filter prints it:
  * JSON.stringify's escaping and numbers, ", " between items and ": "
  * after keys, no newlines. Infinity prints as null, as JSON.stringify does. */
-void json_write_tojson(json_buf *b, const json_value *v);
+void json_write_tojson(inf_buf *b, const json_value *v);
 
 /* Writes a finite double as JavaScript's Number::toString does into buf
  * (at least 32 bytes); returns the length. */

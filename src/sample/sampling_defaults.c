@@ -6,10 +6,12 @@
  *
  * A declared value outside its valid range is ignored rather than failing
  * the load: it is advice, and the caller can still set anything explicitly.
+ *
+ * With the sampler (src/sample/) because it produces sampler parameters;
+ * it reads the loaded model's GGUF metadata through model/model.h.
  */
-#include "model/model.h"
-
 #include "core/common.h"
+#include "model/model.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

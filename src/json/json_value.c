@@ -9,7 +9,7 @@
  * JavaScript's object model; both are settled once per object in
  * O(n log n), so a hostile object with many keys costs no quadratic time.
  */
-#include "tok/json_value.h"
+#include "json/json_value.h"
 
 #include "core/common.h"
 
@@ -18,38 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------------------------ buffer */
-
-void json_buf_append(json_buf *b, const char *s, size_t n) {
-    if (b->failed) return;
-    size_t need;
-    if (!inf_add_size(b->len, n, &need) || !inf_add_size(need, 1, &need)) {
-        b->failed = true;
-        return;
-    }
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < need) {
-            if (!inf_mul_size(cap, 2, &cap)) {
-                b->failed = true;
-                return;
-            }
-        }
-        char *grown = realloc(b->data, cap);
-        if (!grown) {
-            b->failed = true;
-            return;
-        }
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = 0;
-}
-
-void json_buf_puts(json_buf *b, const char *s) { json_buf_append(b, s, strlen(s)); }
 
 /* ------------------------------------------------------------------ values */
 
@@ -123,47 +91,12 @@ static bool match_word(json_reader *r, const char *word) {
     return true;
 }
 
-static int hex_digit(unsigned char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 /* Reads the 4 hex digits after "\u"; -1 when malformed. */
 static long read_hex4(json_reader *r) {
     if (r->end - r->p < 4) return -1;
-    long v = 0;
-    for (int i = 0; i < 4; i++) {
-        int d = hex_digit(r->p[i]);
-        if (d < 0) return -1;
-        v = v * 16 + d;
-    }
-    r->p += 4;
+    long v = inf_hex4((const char *)r->p);
+    if (v >= 0) r->p += 4;
     return v;
-}
-
-static size_t put_utf8(char *out, uint32_t cp) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
 }
 
 /* Length of the well-formed UTF-8 sequence at p (non-ASCII lead byte), or 0. */
@@ -254,7 +187,7 @@ static bool read_string(json_reader *r, char **out, size_t *out_len) {
                 }
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
             }
-            n += put_utf8(buf + n, (uint32_t)cp);
+            n += inf_utf8_encode((uint32_t)cp, buf + n);
             break;
         }
         default:
@@ -629,8 +562,8 @@ size_t json_format_number(double x, char *buf) {
 /* ------------------------------------------------------------------ printer */
 
 /* JSON.stringify's string escaping (non-ASCII stays raw). */
-static void write_string(json_buf *b, const char *s, size_t len) {
-    json_buf_append(b, "\"", 1);
+static void write_string(inf_buf *b, const char *s, size_t len) {
+    inf_buf_append(b, "\"", 1);
     size_t run = 0; /* start of the pending run of bytes that need no escape */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -651,44 +584,44 @@ static void write_string(json_buf *b, const char *s, size_t len) {
             }
         }
         if (!esc) continue;
-        json_buf_append(b, s + run, i - run);
-        json_buf_puts(b, esc);
+        inf_buf_append(b, s + run, i - run);
+        inf_buf_puts(b, esc);
         run = i + 1;
     }
-    json_buf_append(b, s + run, len - run);
-    json_buf_append(b, "\"", 1);
+    inf_buf_append(b, s + run, len - run);
+    inf_buf_append(b, "\"", 1);
 }
 
-void json_write_tojson(json_buf *b, const json_value *v) {
+void json_write_tojson(inf_buf *b, const json_value *v) {
     char num[32];
     switch (v->type) {
-    case JSON_NULL: json_buf_puts(b, "null"); break;
-    case JSON_BOOL: json_buf_puts(b, v->boolean ? "true" : "false"); break;
+    case JSON_NULL: inf_buf_puts(b, "null"); break;
+    case JSON_BOOL: inf_buf_puts(b, v->boolean ? "true" : "false"); break;
     case JSON_NUMBER:
         if (isfinite(v->number)) {
-            json_buf_append(b, num, json_format_number(v->number, num));
+            inf_buf_append(b, num, json_format_number(v->number, num));
         } else {
-            json_buf_puts(b, "null");
+            inf_buf_puts(b, "null");
         }
         break;
     case JSON_STRING: write_string(b, v->str.data, v->str.len); break;
     case JSON_ARRAY:
-        json_buf_puts(b, "[");
+        inf_buf_puts(b, "[");
         for (size_t i = 0; i < v->arr.n; i++) {
-            if (i) json_buf_puts(b, ", ");
+            if (i) inf_buf_puts(b, ", ");
             json_write_tojson(b, v->arr.items[i]);
         }
-        json_buf_puts(b, "]");
+        inf_buf_puts(b, "]");
         break;
     case JSON_OBJECT:
-        json_buf_puts(b, "{");
+        inf_buf_puts(b, "{");
         for (size_t i = 0; i < v->obj.n; i++) {
-            if (i) json_buf_puts(b, ", ");
+            if (i) inf_buf_puts(b, ", ");
             write_string(b, v->obj.members[i].key, v->obj.members[i].key_len);
-            json_buf_puts(b, ": ");
+            inf_buf_puts(b, ": ");
             json_write_tojson(b, v->obj.members[i].value);
         }
-        json_buf_puts(b, "}");
+        inf_buf_puts(b, "}");
         break;
     }
 }
