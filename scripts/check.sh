@@ -15,7 +15,7 @@ set -u
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-TSAN_TESTS=${TSAN_TESTS:-test_pool test_threads}
+TSAN_TESTS=${TSAN_TESTS:-test_pool test_threads test_engine}
 CLANG_TESTS=${CLANG_TESTS:-test_kernels test_ops test_pool}
 FUZZ_RUNS=${FUZZ_RUNS:-10000}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
