@@ -5,6 +5,7 @@
 #   make SAN=1            AddressSanitizer + UndefinedBehaviorSanitizer build (in build-san/)
 #   make TSAN=1           ThreadSanitizer build (in build-tsan/)
 #   make kernel-tests     the backend alone and its tests (no cJSON etc.)
+#   make build/attn_bench decode attention, contiguous vs paged KV (bench/attn_bench.c)
 #   make CC=aarch64-linux-gnu-gcc BUILD=build-arm64 kernel-tests
 #                         an arm64 cross build (scripts/check-arm64.sh)
 #
@@ -107,6 +108,10 @@ $(BUILD)/kernel-tests/%: tests/%.c $(TEST_LIB) tests/harness.h $(BUILD)/libinfer
 	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libinferno-kernels.a -lpthread -lm
 
 tests: $(TEST_BIN) $(BUILD)/inferno
+
+# Decode attention on contiguous and paged KV caches (not a test).
+$(BUILD)/attn_bench: bench/attn_bench.c $(BUILD)/libinferno-kernels.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libinferno-kernels.a -lpthread -lm
 
 kernel-tests: $(KERNEL_TESTS:%=$(BUILD)/kernel-tests/%)
 
