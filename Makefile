@@ -6,6 +6,7 @@
 #   make SAN=1            AddressSanitizer + UndefinedBehaviorSanitizer build (in build-san/)
 #   make TSAN=1           ThreadSanitizer build (in build-tsan/)
 #   make kernel-tests     the backend alone and its tests (no cJSON etc.)
+#   make build/attn_bench decode attention, contiguous vs paged KV (bench/attn_bench.c)
 #   make CC=aarch64-linux-gnu-gcc BUILD=build-arm64 kernel-tests
 #                         an arm64 cross build (scripts/check-arm64.sh)
 #   make CC=clang BUILD=build-clang tests
@@ -147,6 +148,10 @@ $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(BUILD)/libinfern
 tests: $(TEST_BIN) $(BUILD)/inferno
 
 fuzz-targets: $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
+
+# Decode attention on contiguous and paged KV caches (not a test).
+$(BUILD)/attn_bench: bench/attn_bench.c $(BUILD)/libinferno-kernels.a
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno-kernels.a -lpthread -lm
 
 kernel-tests: $(KERNEL_TESTS:%=$(BUILD)/kernel-tests/%)
 

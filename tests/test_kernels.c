@@ -296,6 +296,7 @@ typedef struct elem_case {
     const float *x, *w, *b;
     int n_rows, dim;
     int n_tok, n_heads, head_dim, pos0;
+    const int32_t *pos; /* rope: the tokens' positions; NULL: pos0, pos0 + 1, ... */
     size_t n;
 } elem_case;
 
@@ -307,6 +308,10 @@ static void run_rmsnorm(const inf_ops *ops, void *ctx, float *out) {
 static void run_rope(const inf_ops *ops, void *ctx, float *out) {
     elem_case *c = ctx;
     memcpy(out, c->x, c->n * sizeof(float));
+    if (c->pos) {
+        ops->rope_neox(ops, out, c->n_tok, c->n_heads, c->head_dim, c->pos, 1e6f);
+        return;
+    }
     int32_t *pos = malloc((size_t)c->n_tok * sizeof *pos);
     if (!pos) abort();
     for (int t = 0; t < c->n_tok; t++) pos[t] = c->pos0 + t;
@@ -391,6 +396,26 @@ static void test_elementwise(const isa_ops *s) {
                 compare(got, want, n, 0, 0);
                 free(x), free(want), free(got);
             }
+    /* tokens of several sequences in one call: positions out of order,
+     * repeated, far apart; then other positions for as many tokens (a
+     * backend that caches its angle table must notice) */
+    static const int32_t mixed_pos[2][8] = {{5, 0, 100, 101, 3000, 7, 7, 1}, {0, 1, 2, 3, 101, 100, 5, 4095}};
+    static const int mixed_dims[] = {8, 128};
+    for (size_t hi = 0; hi < sizeof mixed_dims / sizeof *mixed_dims; hi++)
+        for (int pi = 0; pi < 2; pi++) {
+            const int hd = mixed_dims[hi], n_tok = 8, heads = 3;
+            begin(label, sizeof label, s, "rope head_dim=%d positions {%d, %d, %d, %d, ...}", hd, mixed_pos[pi][0],
+                  mixed_pos[pi][1], mixed_pos[pi][2], mixed_pos[pi][3]);
+            const size_t n = (size_t)n_tok * heads * hd;
+            float *x = malloc(n * sizeof(float));
+            fill_uniform(x, n, -2.0f, 2.0f);
+            elem_case c = {.x = x, .n_tok = n_tok, .n_heads = heads, .head_dim = hd, .pos = mixed_pos[pi], .n = n};
+            float *want = alloc_out(n), *got = alloc_out(n);
+            run_rope(REF, &c, want);
+            run_all_threads(s, run_rope, &c, got, n);
+            compare(got, want, n, 0, 0);
+            free(x), free(want), free(got);
+        }
 
     static const int hadamard_sizes[] = {1, 4, 8, 16, 64, 128};
     static const int hadamard_rows[] = {1, 7, 300, 1029};
@@ -495,7 +520,8 @@ static void test_kv_store_q8_0_edges(const isa_ops *s) {
     k[NAN_AT] = NAN;
     unsigned char got[2][N_TOK * N_HEAD_KV * HD / 32 * 34], want[2][sizeof got[0]];
     memset(got, 0, sizeof got), memset(want, 0, sizeof want);
-    inf_kv_view gk = {.data = got[0], .type = INF_KV_Q8_0, .pos_stride = N_HEAD_KV * HD, .head_stride = HD, .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
+    inf_kv_view gk = {.data = got[0], .type = INF_KV_Q8_0, .pos_stride = N_HEAD_KV * HD, .head_stride = HD,
+                      .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
     inf_kv_view gv = gk, wk = gk, wv = gk;
     gv.data = got[1], wk.data = want[0], wv.data = want[1];
     s->ops[0]->kv_store(s->ops[0], &gk, &gv, k, v, N_TOK, 0, N_HEAD_KV, HD);
@@ -520,7 +546,8 @@ static void test_attention_case(const isa_ops *s, inf_kv_type kv, int n_head, in
     const size_t cache_bytes = inf_kv_type_bytes(kv, (size_t)n_ctx * kv_dim);
     attn_case c = {.sh = {.n_tok = n_tok, .pos0 = pos0, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd,
                           .scale = 1.0f / sqrtf((float)hd)}};
-    c.k = (inf_kv_view){.data = alloc_bytes(cache_bytes), .type = kv, .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
+    c.k = (inf_kv_view){.data = alloc_bytes(cache_bytes), .type = kv, .block_size = INF_KV_CONTIGUOUS,
+                        .blocks = inf_kv_single_block};
     if (layout == LAYOUT_HEAD_MAJOR) { /* [n_head_kv][n_ctx][hd] */
         c.k.pos_stride = (size_t)hd;
         c.k.head_stride = (size_t)n_ctx * hd;
@@ -602,6 +629,194 @@ static void test_attention(const isa_ops *s) {
     printf("%s attention q8_0: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
 }
 
+/* ------------------------------------------------------------------ paged KV */
+
+/* K and V caches of one sequence in the engine's pool layout
+ * [pool block][n_head_kv][block_size][head_dim], the sequence's blocks a
+ * shuffle of the pool's (which holds two more, never in the table). The
+ * pools start as 0xff bytes, a NaN in every type (a Q8_0 block's scale
+ * too), so a row read from outside the table's positions shows in the
+ * result. */
+typedef struct paged_kv {
+    inf_kv_view k, v;
+    int32_t *table; /* [n_blocks] */
+    size_t bytes;   /* of each pool */
+} paged_kv;
+
+static paged_kv paged_new(inf_kv_type type, int n_head_kv, int hd, int block_size, int n_pos) {
+    const int n_blocks = (n_pos + block_size - 1) / block_size, pool_blocks = n_blocks + 2;
+    const size_t block_elems = (size_t)n_head_kv * block_size * hd;
+    paged_kv p = {.table = malloc((size_t)pool_blocks * sizeof(int32_t)),
+                  .bytes = inf_kv_type_bytes(type, (size_t)pool_blocks * block_elems)};
+    for (int i = 0; i < pool_blocks; i++) p.table[i] = i;
+    for (int i = pool_blocks - 1; i > 0; i--) { /* Fisher-Yates */
+        const int j = (int)(rng_next() % (uint64_t)(i + 1));
+        const int32_t t = p.table[i];
+        p.table[i] = p.table[j], p.table[j] = t;
+    }
+    p.k = (inf_kv_view){.data = alloc_bytes(p.bytes), .type = type, .pos_stride = (size_t)hd,
+                        .head_stride = (size_t)block_size * hd, .block_stride = block_elems,
+                        .block_size = block_size, .blocks = p.table};
+    p.v = p.k;
+    p.v.data = alloc_bytes(p.bytes);
+    memset(p.k.data, 0xff, p.bytes), memset(p.v.data, 0xff, p.bytes);
+    return p;
+}
+
+static void paged_free(paged_kv *p) { free(p->k.data), free(p->v.data), free(p->table); }
+
+/* Cuts [0, n) at random points into pieces: cuts[0] = 0 < cuts[1] < ... <
+ * cuts[count] = n; returns count (at least 1, at most max_pieces). */
+static int random_cuts(int n, int max_pieces, int *cuts) {
+    int count = 1 + (int)(rng_next() % (uint64_t)max_pieces);
+    if (count > n) count = n;
+    cuts[0] = 0;
+    for (int i = 1; i < count; i++) /* leaves a position for each piece after it */
+        cuts[i] = cuts[i - 1] + 1 + (int)(rng_next() % (uint64_t)(n - cuts[i - 1] - (count - i)));
+    cuts[count] = n;
+    return count;
+}
+
+static void check_same(const float *got, const float *want, size_t n, const char *what) {
+    size_t i = 0;
+    while (i < n && memcmp(&got[i], &want[i], sizeof(float)) == 0) i++;
+    TEST_CHECK(i == n, "%s: [%zu] %.9g vs %.9g, not bit-identical", what, i, i < n ? (double)got[i] : 0.0,
+               i < n ? (double)want[i] : 0.0);
+}
+
+enum { MAX_PIECES = 6 };
+
+/* Query rows [0, n_tok) of a prefill at positions 0.. as MAX_PIECES calls
+ * at most, cut at random points, each on a random thread count. */
+static void prefill_in_pieces(const isa_ops *s, const inf_ops *only, const attn_case *c, float *out) {
+    int cuts[MAX_PIECES + 1];
+    const int pieces = random_cuts(c->sh.n_tok, MAX_PIECES, cuts);
+    const size_t row = (size_t)c->sh.n_head * c->sh.head_dim;
+    for (int i = 0; i < pieces; i++) {
+        inf_attn_shape part = c->sh;
+        part.pos0 = cuts[i];
+        part.n_tok = cuts[i + 1] - cuts[i];
+        const inf_ops *ops = only ? only : s->ops[rng_next() % N_THREAD_COUNTS];
+        ops->attn_prefill(ops, &part, c->q + cuts[i] * row, &c->k, &c->v, out + cuts[i] * row);
+    }
+}
+
+/* n_pos positions of random K and V stored into a contiguous cache
+ * ([n_head_kv][n_pos][hd], one call) and into a paged one (random pieces,
+ * random thread counts; checked against the reference store); then decode
+ * (at the last position and at a random one) and prefill of all positions
+ * read the paged cache exactly as the contiguous one, and prefill cut into
+ * pieces gives the floats of one call. */
+static void test_paged_case(const isa_ops *s, inf_kv_type type, int n_head, int n_head_kv, int hd, int block_size,
+                            int n_pos) {
+    char label[200];
+    begin(label, sizeof label, s, "paged kv=%s heads=%d/%d hd=%d block=%d n_pos=%d", inf_kv_type_name(type), n_head,
+          n_head_kv, hd, block_size, n_pos);
+    const int kv_dim = n_head_kv * hd;
+    const size_t kv_elems = (size_t)n_pos * kv_dim, cache_bytes = inf_kv_type_bytes(type, kv_elems);
+    float *k = malloc(kv_elems * sizeof(float)), *v = malloc(kv_elems * sizeof(float));
+    fill_uniform(k, kv_elems, -1.0f, 1.0f);
+    fill_uniform(v, kv_elems, -1.0f, 1.0f);
+
+    attn_case flat = {
+        .sh = {.n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd)}};
+    flat.k = (inf_kv_view){.data = alloc_bytes(cache_bytes), .type = type, .pos_stride = (size_t)hd,
+                           .head_stride = (size_t)n_pos * hd, .block_size = INF_KV_CONTIGUOUS,
+                           .blocks = inf_kv_single_block};
+    flat.v = flat.k;
+    flat.v.data = alloc_bytes(cache_bytes);
+    s->ops[0]->kv_store(s->ops[0], &flat.k, &flat.v, k, v, n_pos, 0, n_head_kv, hd);
+
+    paged_kv pg = paged_new(type, n_head_kv, hd, block_size, n_pos), want_pg = pg;
+    want_pg.k.data = alloc_bytes(pg.bytes), want_pg.v.data = alloc_bytes(pg.bytes);
+    memset(want_pg.k.data, 0xff, pg.bytes), memset(want_pg.v.data, 0xff, pg.bytes);
+    int cuts[MAX_PIECES + 1];
+    const int pieces = random_cuts(n_pos, MAX_PIECES, cuts);
+    for (int i = 0; i < pieces; i++) {
+        const inf_ops *ops = s->ops[rng_next() % N_THREAD_COUNTS];
+        const size_t at = (size_t)cuts[i] * kv_dim;
+        ops->kv_store(ops, &pg.k, &pg.v, k + at, v + at, cuts[i + 1] - cuts[i], cuts[i], n_head_kv, hd);
+    }
+    REF->kv_store(REF, &want_pg.k, &want_pg.v, k, v, n_pos, 0, n_head_kv, hd);
+    TEST_CHECK(memcmp(pg.k.data, want_pg.k.data, pg.bytes) == 0 && memcmp(pg.v.data, want_pg.v.data, pg.bytes) == 0,
+               "paged kv_store differs from ref's (or wrote outside its rows)");
+    bool rows_same = true;
+    const size_t row_bytes = inf_kv_type_bytes(type, (size_t)hd);
+    for (int p = 0; p < n_pos; p++)
+        for (int h = 0; h < n_head_kv; h++)
+            for (int i = 0; i < 2; i++) {
+                const inf_kv_view *a = i ? &pg.v : &pg.k, *b = i ? &flat.v : &flat.k;
+                rows_same &= memcmp((char *)a->data + inf_kv_type_bytes(type, inf_kv_elem(a, p, h)),
+                                    (char *)b->data + inf_kv_type_bytes(type, inf_kv_elem(b, p, h)), row_bytes) == 0;
+            }
+    TEST_CHECK(rows_same, "paged kv_store: rows differ from the contiguous cache's");
+    free(want_pg.k.data), free(want_pg.v.data);
+
+    attn_case paged = flat;
+    paged.k = pg.k, paged.v = pg.v;
+    const size_t n = (size_t)n_pos * n_head * hd, row = (size_t)n_head * hd;
+    float *q = malloc(n * sizeof(float));
+    fill_uniform(q, n, -4.0f, 4.0f);
+    float *want = alloc_out(n), *got = alloc_out(n);
+
+    /* decode at the last position, and at a random one (a prefix of the table) */
+    const int decode_at[2] = {n_pos - 1, (int)(rng_next() % (uint64_t)n_pos)};
+    for (int i = 0; i < 2; i++) {
+        flat.sh.n_tok = paged.sh.n_tok = 1;
+        flat.sh.pos0 = paged.sh.pos0 = decode_at[i];
+        flat.q = paged.q = q + (size_t)decode_at[i] * row;
+        run_decode(s->ops[0], &flat, want);
+        run_all_threads(s, run_decode, &paged, got, row);
+        check_same(got, want, row, "decode, paged vs contiguous");
+    }
+
+    /* prefill of all positions, in one call and in pieces */
+    flat.sh.n_tok = paged.sh.n_tok = n_pos;
+    flat.sh.pos0 = paged.sh.pos0 = 0;
+    flat.q = paged.q = q;
+    run_prefill(s->ops[0], &flat, want);
+    run_all_threads(s, run_prefill, &paged, got, n);
+    check_same(got, want, n, "prefill, paged vs contiguous");
+    for (int rep = 0; rep < 2; rep++) {
+        for (size_t i = 0; i < n + GUARD; i++) got[i] = SENTINEL;
+        prefill_in_pieces(s, NULL, rep ? &flat : &paged, got);
+        check_same(got, want, n, rep ? "prefill in pieces (contiguous) vs one call" : "prefill in pieces vs one call");
+        TEST_CHECK(guards_intact(got, n), "prefill in pieces wrote past the output");
+    }
+    if (s->isa == INF_ISA_REF) { /* ref.c's op itself, unthreaded (the "ref" ISA runs it on pieces of 8 rows) */
+        prefill_in_pieces(s, REF, &paged, got);
+        check_same(got, want, n, "ref.c prefill in pieces vs one call");
+    }
+    paged_free(&pg);
+    free(flat.k.data), free(flat.v.data), free(k), free(v), free(q), free(want), free(got);
+}
+
+/* Block sizes 1, 16, 24 (not a power of two: blocks straddle key tiles),
+ * 32 and 64, with lengths just below, at and just above one block and
+ * three (two for 32 and 64; around key tiles for block size 1); every KV
+ * type; GQA groups 2, 3 and 8 and Qwen3-0.6B's 16/8 x 128. */
+static void test_paged(const isa_ops *s) {
+    static const inf_kv_type types[] = {INF_KV_F32, INF_KV_F16, INF_KV_Q8_0};
+    static const int block_sizes[] = {1, 16, 24, 32, 64};
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const inf_kv_type type = types[ti];
+        for (size_t bi = 0; bi < sizeof block_sizes / sizeof *block_sizes; bi++) {
+            const int bs = block_sizes[bi];
+            const int m = bs >= 32 ? 2 : 3;
+            const int lens[] = {bs - 1, bs, bs + 1, m * bs - 1, m * bs, m * bs + 1};
+            static const int lens_1[] = {1, 2, 63, 64, 65, 129}; /* block size 1: around key tiles */
+            for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+                const int n_pos = bs == 1 ? lens_1[li] : lens[li];
+                if (n_pos >= 1) test_paged_case(s, type, 4, 2, 64, bs, n_pos);
+            }
+            test_paged_case(s, type, 8, 1, 32, bs, bs + 40);
+        }
+        test_paged_case(s, type, 16, 8, 128, 16, 67);
+        test_paged_case(s, type, 16, 8, 128, 24, 49);
+        test_paged_case(s, type, 6, 2, 96, 24, 77); /* group 3; Q8_0: an odd number of blocks */
+    }
+}
+
 /* ------------------------------------------------------------------ backend selection */
 
 static void test_selection(void) {
@@ -648,6 +863,7 @@ int main(void) {
             test_elementwise(&s);
             test_kv_store_q8_0_edges(&s);
             test_attention(&s);
+            test_paged(&s);
         }
         for (int t = 0; t < N_THREAD_COUNTS; t++) inf_ops_cpu_free(s.ops[t]);
     }

@@ -332,9 +332,12 @@ static void test_rmsnorm(const inf_ops *ops) {
 
 static void test_rope(const inf_ops *ops) {
     test_begin("rope_neox");
-    static const struct { unsigned head_dim, n_heads, n_tok, pos0; float base; } cases[] = {
-        {16, 1, 5, 0, 1e6f},    {16, 3, 11, 39990, 1e6f}, {64, 2, 4, 0, 1e6f},     {64, 1, 3, 1234, 1e4f},
-        {128, 3, 2, 39999, 1e6f}, {128, 8, 6, 0, 1e6f},    {128, 2, 3, 31000, 1e4f},
+    /* tokens of several sequences in one call: positions out of order, repeated, far apart */
+    static const int32_t mixed[6] = {5, 0, 100, 101, 39990, 5};
+    static const struct { unsigned head_dim, n_heads, n_tok, pos0; float base; const int32_t *at; } cases[] = {
+        {16, 1, 5, 0, 1e6f, NULL},    {16, 3, 11, 39990, 1e6f, NULL}, {64, 2, 4, 0, 1e6f, NULL},
+        {64, 1, 3, 1234, 1e4f, NULL}, {128, 3, 2, 39999, 1e6f, NULL}, {128, 8, 6, 0, 1e6f, NULL},
+        {128, 2, 3, 31000, 1e4f, NULL}, {16, 2, 6, 0, 1e6f, mixed},   {128, 3, 6, 0, 1e4f, mixed},
     };
     double worst_f32 = 0, worst_exact = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -346,16 +349,15 @@ static void test_rope(const inf_ops *ops) {
         fill_uniform(x, n, -1.0f, 1.0f);
         memcpy(x0, x, n * sizeof(float));
         int32_t pos[16];
-        for (int t = 0; t < nt; t++) pos[t] = pos0 + t;
+        for (int t = 0; t < nt; t++) pos[t] = cases[c].at ? cases[c].at[t] : pos0 + t;
         ops->rope_neox(ops, x, nt, nh, hd, pos, base);
         TEST_CHECK(guard_intact(x, n), "rope wrote past its data");
         const float theta_scale = powf(base, -2.0f / (float)hd);
         bool ok = true;
         for (int t = 0; t < nt && ok; t++) {
-            const int pos = pos0 + t;
-            float theta_f = (float)pos; /* ggml's f32 angle recurrence */
+            float theta_f = (float)pos[t]; /* ggml's f32 angle recurrence */
             for (int i = 0; i < hd / 2 && ok; i++, theta_f *= theta_scale) {
-                const double theta_exact = pos * pow((double)base, -2.0 * i / hd);
+                const double theta_exact = pos[t] * pow((double)base, -2.0 * i / hd);
                 const double dtheta = theta_exact * (1.5 * i + 1) * 0x1p-23;
                 for (int h = 0; h < nh && ok; h++) {
                     const size_t o = ((size_t)t * nh + h) * hd;
@@ -371,7 +373,7 @@ static void test_rope(const inf_ops *ops) {
                     ok = TEST_CHECK(e1 <= b1 && e2 <= b2,
                                     "rope hd=%d pos=%d pair %d head %d: err %.3g (budget %.3g) vs f32 angle, "
                                     "%.3g (budget %.3g) vs exact angle",
-                                    hd, pos, i, h, e1, b1, e2, b2);
+                                    hd, pos[t], i, h, e1, b1, e2, b2);
                 }
             }
         }
@@ -579,7 +581,9 @@ static void test_kv_store(const inf_ops *ops) {
         k[2] = -0.0f;
         k[3] = 1.0f + 0x1p-11f; /* exact tie: rounds to even (1.0) */
         /* the model's layout: [head][N_CTX][HEAD_DIM] */
-        inf_kv_view kv = {.data = kc, .type = (inf_kv_type)type, .pos_stride = HEAD_DIM, .head_stride = N_CTX * HEAD_DIM, .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
+        inf_kv_view kv = {.data = kc, .type = (inf_kv_type)type, .pos_stride = HEAD_DIM,
+                          .head_stride = N_CTX * HEAD_DIM, .block_size = INF_KV_CONTIGUOUS,
+                          .blocks = inf_kv_single_block};
         inf_kv_view vv = kv;
         vv.data = vc;
         ops->kv_store(ops, &kv, &vv, k, v, N_TOK, POS0, KV_DIM / HEAD_DIM, HEAD_DIM);
@@ -646,7 +650,9 @@ static void test_kv_store_q8_0(const inf_ops *ops) {
             got[c] = xmalloc(bytes), want[c] = xmalloc(bytes);
             memset(got[c], 0xa5 ^ c, bytes);
             memset(want[c], 0xa5 ^ c, bytes);
-            view[c] = (inf_kv_view){.data = got[c], .type = INF_KV_Q8_0, .pos_stride = pos_stride, .head_stride = head_stride, .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
+            view[c] = (inf_kv_view){.data = got[c], .type = INF_KV_Q8_0, .pos_stride = pos_stride,
+                                    .head_stride = head_stride, .block_size = INF_KV_CONTIGUOUS,
+                                    .blocks = inf_kv_single_block};
         }
         ops->kv_store(ops, &view[0], &view[1], src[0], src[1], N_TOK, POS0, N_HEAD_KV, HEAD_DIM);
         bool close = true;
@@ -727,8 +733,10 @@ static void attn_check(const inf_ops *ops, attn_case c, attn_worst *worst) {
     fill_uniform(q, q_elems, -4.0f, 4.0f);
     void *kc = xmalloc(inf_kv_type_bytes(c.type, kv_elems)), *vc = xmalloc(inf_kv_type_bytes(c.type, kv_elems));
     /* [n_keys][n_head_kv][hd] */
-    inf_kv_view kv = {.data = kc, .type = c.type, .pos_stride = (size_t)kv_dim, .head_stride = (size_t)hd, .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
-    inf_kv_view vv = {.data = vc, .type = c.type, .pos_stride = (size_t)kv_dim, .head_stride = (size_t)hd, .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
+    inf_kv_view kv = {.data = kc, .type = c.type, .pos_stride = (size_t)kv_dim, .head_stride = (size_t)hd,
+                      .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
+    inf_kv_view vv = kv;
+    vv.data = vc;
     ops->kv_store(ops, &kv, &vv, k, v, n_keys, 0, c.n_head_kv, hd);
 
     const inf_attn_shape shape = {.n_tok = c.n_tok, .pos0 = c.pos0, .n_head = c.n_head,
@@ -876,8 +884,10 @@ static void test_trace(void) {
     tr->embed(tr, &tw.w, ids, 2, e2);
     TEST_CHECK(memcmp(e1, e2, sizeof e1) == 0, "traced embed differs");
     float kc[4 * 32], vc[4 * 32], q[3 * 4 * 16], o1[3 * 4 * 16], o2[3 * 4 * 16];
-    inf_kv_view kv = {.data = kc, .type = INF_KV_F32, .pos_stride = 32, .head_stride = 16, .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
-    inf_kv_view vv = {.data = vc, .type = INF_KV_F32, .pos_stride = 32, .head_stride = 16, .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
+    inf_kv_view kv = {.data = kc, .type = INF_KV_F32, .pos_stride = 32, .head_stride = 16,
+                      .block_size = INF_KV_CONTIGUOUS, .blocks = inf_kv_single_block};
+    inf_kv_view vv = kv;
+    vv.data = vc;
     fill_uniform(q, 3 * 64, -1, 1);
     tr->kv_store(tr, &kv, &vv, q, q + 64, 4, 0, 2, 16);
     const inf_attn_shape sh = {.n_tok = 3, .pos0 = 1, .n_head = 4, .n_head_kv = 2, .head_dim = 16, .scale = 0.25f};

@@ -659,13 +659,10 @@ static inf_kv_view kv_head_view(const inf_kv_view *c, int kvh) {
     return v;
 }
 
-/* Whether the ISA's attention kernels read these caches: both of one type,
- * and contiguous (the kernels do not follow block tables yet; the
- * reference does, so paged caches all run it alike). */
-static bool kernels_read_kv(const cpu_backend *c, const inf_kv_view *k, const inf_kv_view *v, int n_keys) {
-    (void)n_keys;
-    return c->k && k->type == v->type && k->block_size == INF_KV_CONTIGUOUS && v->block_size == INF_KV_CONTIGUOUS &&
-           k->blocks[0] == 0 && v->blocks[0] == 0;
+/* Whether the ISA's attention kernels read these caches: both of one type
+ * (any block tables: the kernels follow them). */
+static bool kernels_read_kv(const cpu_backend *c, const inf_kv_view *k, const inf_kv_view *v) {
+    return c->k && k->type == v->type;
 }
 
 static void decode_task(void *ctx, int task, int thread) {
@@ -687,7 +684,7 @@ static void decode_task(void *ctx, int task, int thread) {
 static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const float *q,
                             const inf_kv_view *k, const inf_kv_view *v, float *out) {
     cpu_backend *c = cpu_of(self);
-    const bool fast = kernels_read_kv(c, k, v, sh->pos0 + 1) && c->k->attn_decode;
+    const bool fast = kernels_read_kv(c, k, v) && c->k->attn_decode;
     attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out, .tasks = sh->n_head_kv, .use_ref = !fast};
     if (sh->n_tok != 1 || (fast && !ensure_tmp(c, c->k->attn_tmp_bytes(sh)))) {
         c->ref->attn_decode(c->ref, sh, q, k, v, out);
@@ -718,7 +715,7 @@ static void cpu_attn_prefill(const inf_ops *self, const inf_attn_shape *sh, cons
                              const inf_kv_view *k, const inf_kv_view *v, float *out) {
     cpu_backend *c = cpu_of(self);
     attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out};
-    if (kernels_read_kv(c, k, v, sh->pos0 + sh->n_tok) && c->k->attn_prefill && ensure_tmp(c, c->k->attn_tmp_bytes(sh))) {
+    if (kernels_read_kv(c, k, v) && c->k->attn_prefill && ensure_tmp(c, c->k->attn_tmp_bytes(sh))) {
         j.block = c->k->attn_block;
         j.n_blocks = (sh->n_tok + j.block - 1) / j.block;
         j.tasks = j.n_blocks * sh->n_head_kv;

@@ -80,7 +80,11 @@ typedef struct inf_kernels {
      * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul). */
     bool matvec_exact_q8_0;
 
-    /* ---- attention, one KV head (all the query heads of its group) per task */
+    /* ---- attention, one KV head (all the query heads of its group) per task.
+     * K and V are read through the views' block tables (inf_kv_rows), in
+     * key tiles at absolute positions 0, 64, ...: a query row's floats
+     * depend on neither the block size and table nor on t0, pos0 and
+     * n_tok (ops.h, attn_prefill). */
     /* Bytes of per-thread scratch the attention kernels need. */
     size_t (*attn_tmp_bytes)(const inf_attn_shape *shape);
     /* Decode (shape->n_tok == 1) for KV head kvh: q and out as in ops.h. */
@@ -110,6 +114,18 @@ typedef struct inf_kernels {
  * F16, which each ISA rounds with its own instructions. */
 size_t inf_act_row_bytes_common(inf_dtype type, int64_t cols);
 void inf_act_prepare_common(inf_dtype type, const float *x, int64_t cols, void *row);
+
+/* rows[i] = the address of the cached row of (position p0 + i, KV head h),
+ * for i < n. The block table is read once per run of consecutive positions
+ * in a block, so a key tile that straddles blocks costs a few divisions. */
+static inline void inf_kv_rows(const inf_kv_view *c, int h, int p0, int n, const void **rows) {
+    const size_t row_step = inf_kv_type_bytes(c->type, c->pos_stride); /* bytes between positions in a block */
+    for (int i = 0; i < n;) {
+        const int p = p0 + i, in_block = c->block_size - p % c->block_size;
+        const char *row = (const char *)c->data + inf_kv_type_bytes(c->type, inf_kv_elem(c, p, h));
+        for (const int end = i + (in_block < n - i ? in_block : n - i); i < end; i++, row += row_step) rows[i] = row;
+    }
+}
 
 /* The tables; NULL when the ISA is not compiled into this build. */
 const inf_kernels *inf_kernels_avx2(void);

@@ -20,7 +20,13 @@
  * the task keeps its own state, so each tile is read (an f16 cache:
  * widened) once per task, not once per chunk. The causal mask is a loop
  * bound (per row: -inf lanes on the tiles that cross its last position).
- * An f32 cache is read in place, at the view's two strides.
+ * An f32 cache is read in place.
+ *
+ * K and V rows are found through the views' block tables: each tile's row
+ * addresses are gathered first (inf_kv_rows), so a tile may straddle
+ * blocks, and the arithmetic (tiles at absolute positions, keys in order)
+ * is the same for every block size and table, and for every split of a
+ * sequence's query rows into calls.
  *
  * A Q8_0 K cache is dotted with the query's Q8_0 blocks as ref.c does it,
  * bit for bit: each block's integer dot exact (maddubs on |k| and q signed
@@ -68,10 +74,6 @@ static __m256 kv_load8(const inf_kv_view *c, const void *row, int i, int n) {
     return _mm256_loadu_ps(v);
 }
 
-static const void *kv_row(const inf_kv_view *c, int pos, int kvh) {
-    return (const char *)c->data + inf_kv_type_bytes(c->type, (size_t)pos * c->pos_stride + (size_t)kvh * c->head_stride);
-}
-
 /* Σ k[i] q[i] over one block of 32 quants in [-127, 127] (the Q8_0
  * quantizer's range: the int16 pair sums of maddubs cannot saturate). */
 static int32_t q8_block_dot(const int8_t *k, const int8_t *q) {
@@ -108,19 +110,22 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
     }
     memset(o_all, 0, (size_t)group * hd * sizeof(float));
     const __m256 scale = _mm256_set1_ps(sh->scale);
+    const void *krows[TILE], *vrows[TILE]; /* the tile's cached rows */
     for (int j0 = 0; j0 < n_keys; j0 += TILE) {
         const int nj = INF_MIN(TILE, n_keys - j0);
+        inf_kv_rows(k, kvh, j0, nj, krows);
+        inf_kv_rows(v, kvh, j0, nj, vrows);
         for (int g = 0; g < group; g++) {
             const float *qh = q + (size_t)(kvh * group + g) * hd;
             float *s = scores + g * TILE;
             if (k->type == INF_KV_Q8_0)
-                for (int j = 0; j < nj; j++) s[j] = q8_row_dot(kv_row(k, j0 + j, kvh), q8 + (size_t)g * nb, nb) * sh->scale;
+                for (int j = 0; j < nj; j++) s[j] = q8_row_dot(krows[j], q8 + (size_t)g * nb, nb) * sh->scale;
             for (int jb = 0; k->type != INF_KV_Q8_0 && jb < nj; jb += 8) {
                 __m256 dots[8];
                 for (int j = 0; j < 8; j++) {
                     dots[j] = _mm256_setzero_ps();
                     if (jb + j >= nj) continue;
-                    const void *kr = kv_row(k, j0 + jb + j, kvh);
+                    const void *kr = krows[jb + j];
                     for (int i = 0; i < hd; i += 8)
                         dots[j] = _mm256_fmadd_ps(kv_load8(k, kr, i, hd - i), f32_load8(qh, i, hd - i), dots[j]);
                 }
@@ -148,7 +153,7 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
                 const int n = INF_MIN(8, hd - i);
                 __m256 acc = f32_load8(o, i, n);
                 for (int j = 0; j < nj; j++)
-                    acc = _mm256_fmadd_ps(_mm256_set1_ps(s[j]), kv_load8(v, kv_row(v, j0 + j, kvh), i, n), acc);
+                    acc = _mm256_fmadd_ps(_mm256_set1_ps(s[j]), kv_load8(v, vrows[j], i, n), acc);
                 if (n == 8) _mm256_storeu_ps(o + i, acc);
                 else _mm256_maskstore_ps(o + i, tail_mask_avx2((size_t)n), acc);
             }
@@ -187,20 +192,13 @@ static row_chunk chunk_at(float *base, int i, int hd) {
  * in the place of Q^T (17 bytes per element against its 64). */
 static inf_block_q8_0 *q8_rows(const row_chunk *ch) { return (inf_block_q8_0 *)ch->qt; }
 
-/* Where a tile's keys are: f32 rows (an f32 cache in place, or a widened
- * tile), `stride` floats apart, or Q8_0 rows `q8_row_bytes` apart. */
-typedef struct key_tile {
-    const float *f32;
-    size_t stride;
-    const char *q8;
-    size_t q8_row_bytes;
-} key_tile;
-
-/* Rows [j0, j0 + n) of one KV head (f16 or Q8_0), widened to f32 into dst[n][hd]. */
-static void widen_tile(const inf_kv_view *c, int j0, int n, int kvh, int hd, float *dst) {
+/* The n cached rows rows[] of an f16 or Q8_0 cache widened to f32 into
+ * dst[n][hd]; rows[j] then points at dst[j]. */
+static void widen_tile(const inf_kv_view *c, const void **rows, int n, int hd, float *dst) {
     for (int j = 0; j < n; j++) {
-        const uint16_t *row = kv_row(c, j0 + j, kvh);
+        const uint16_t *row = rows[j];
         float *d = dst + (size_t)j * hd;
+        rows[j] = d;
         int i = 0;
         if (c->type == INF_KV_Q8_0) {
             for (; i < hd; i += 8) _mm256_storeu_ps(d + i, kv_load8(c, row, i, hd - i));
@@ -211,9 +209,9 @@ static void widen_tile(const inf_kv_view *c, int j0, int n, int kvh, int hd, flo
     }
 }
 
-/* S^T[j][rows] = scale * Σ_d K[j][d] Q^T[d][rows] for j < nj, four keys at a time. */
-static void score_tile(const row_chunk *ch, int hd, float scale, const float *keys, size_t key_stride, int nj,
-                       float *st) {
+/* S^T[j][rows] = scale * Σ_d K[j][d] Q^T[d][rows] for j < nj, four keys at a
+ * time; keys[j] is key j's f32 row. */
+static void score_tile(const row_chunk *ch, int hd, float scale, const void *const *keys, int nj, float *st) {
     const __m256 vscale = _mm256_set1_ps(scale);
     for (int j = 0; j < nj; j += 4) {
         const int nk = INF_MIN(4, nj - j);
@@ -224,7 +222,7 @@ static void score_tile(const row_chunk *ch, int hd, float scale, const float *ke
             for (int r = 0; r < RV; r++) acc[a][r] = _mm256_setzero_ps();
         const float *kr[4];
         _Pragma("GCC unroll 4")
-        for (int a = 0; a < 4; a++) kr[a] = keys + (size_t)(j + INF_MIN(a, nk - 1)) * key_stride;
+        for (int a = 0; a < 4; a++) kr[a] = keys[j + INF_MIN(a, nk - 1)];
         for (int d = 0; d < hd; d++) {
             __m256 qv[RV];
             _Pragma("GCC unroll 2")
@@ -245,20 +243,21 @@ static void score_tile(const row_chunk *ch, int hd, float scale, const float *ke
     }
 }
 
-/* S^T[j][rows] = scale * (Q8_0 key j · the row's Q8_0 query) for j < nj. */
-static void score_tile_q8(const row_chunk *ch, int hd, float scale, const key_tile *kt, int nj, float *st) {
+/* S^T[j][rows] = scale * (Q8_0 key j · the row's Q8_0 query) for j < nj;
+ * keys[j] is key j's Q8_0 row. */
+static void score_tile_q8(const row_chunk *ch, int hd, float scale, const void *const *keys, int nj, float *st) {
     const int nb = hd / INF_Q8_0_BLOCK;
     for (int j = 0; j < nj; j++) {
-        const inf_block_q8_0 *key = (const inf_block_q8_0 *)(kt->q8 + (size_t)j * kt->q8_row_bytes);
+        const inf_block_q8_0 *key = keys[j];
         for (int r = 0; r < ROW_CHUNK; r++)
             st[(size_t)j * ROW_CHUNK + r] = q8_row_dot(key, q8_rows(ch) + (size_t)r * nb, nb) * scale;
     }
 }
 
 /* O^T[d][rows] += Σ_j P^T[j][rows] V[j][d] for j < nj, four dims at a time
- * (O^T has rows up to hd rounded up to 4, so all four are stored). */
-static void accumulate_tile(const row_chunk *ch, int hd, const float *vals, size_t val_stride, int nj,
-                            const float *pt) {
+ * (O^T has rows up to hd rounded up to 4, so all four are stored); vals[j]
+ * is value j's f32 row. */
+static void accumulate_tile(const row_chunk *ch, int hd, const void *const *vals, int nj, const float *pt) {
     for (int d = 0; d < hd; d += 4) {
         const int nd = INF_MIN(4, hd - d);
         __m256 acc[4][RV];
@@ -267,7 +266,7 @@ static void accumulate_tile(const row_chunk *ch, int hd, const float *vals, size
             _Pragma("GCC unroll 2")
             for (int r = 0; r < RV; r++) acc[a][r] = _mm256_load_ps(ch->ot + (size_t)(d + a) * ROW_CHUNK + 8 * r);
         for (int j = 0; j < nj; j++) {
-            const float *vr = vals + (size_t)j * val_stride + d;
+            const float *vr = (const float *)vals[j] + d;
             __m256 p[RV];
             _Pragma("GCC unroll 2")
             for (int r = 0; r < RV; r++) p[r] = _mm256_load_ps(pt + (size_t)j * ROW_CHUNK + 8 * r);
@@ -286,11 +285,13 @@ static void accumulate_tile(const row_chunk *ch, int hd, const float *vals, size
 }
 
 /* One chunk's share of key tile [j0, j0 + nj): scores, causal mask, online
- * softmax (lane-wise), values. st is the tile's S^T scratch. */
-static void chunk_tile(const row_chunk *ch, int hd, float scale, int j0, int nj, const key_tile *keys,
-                       const float *vals, size_t val_stride, float *st) {
-    if (keys->q8) score_tile_q8(ch, hd, scale, keys, nj, st);
-    else score_tile(ch, hd, scale, keys->f32, keys->stride, nj, st);
+ * softmax (lane-wise), values. keys[j] and vals[j] are the rows of position
+ * j0 + j (keys Q8_0 when q8_keys, else f32; values f32); st is the tile's
+ * S^T scratch. */
+static void chunk_tile(const row_chunk *ch, int hd, float scale, int j0, int nj, const void *const *keys,
+                       bool q8_keys, const void *const *vals, float *st) {
+    if (q8_keys) score_tile_q8(ch, hd, scale, keys, nj, st);
+    else score_tile(ch, hd, scale, keys, nj, st);
     if (j0 + nj - 1 > ch->last[0]) { /* rows are in token order: last[0] is the least */
         for (int j = 0; j < nj; j++)
             for (int r = 0; r < RV; r++) {
@@ -324,7 +325,7 @@ static void chunk_tile(const row_chunk *ch, int hd, float scale, int j0, int nj,
         _mm256_store_ps(ch->m + 8 * r, m);
         _mm256_store_ps(ch->l + 8 * r, l);
     }
-    accumulate_tile(ch, hd, vals, val_stride, nj, st);
+    accumulate_tile(ch, hd, vals, nj, st);
 }
 
 /* Scratch: [chunks] row_chunk states, then S^T [TILE][ROW_CHUNK], then the
@@ -368,30 +369,19 @@ void inf_avx2_attn_prefill(const inf_attn_shape *sh, const float *q, const inf_k
         memset(ch.ot, 0, (size_t)round4(hd) * ROW_CHUNK * sizeof(float));
     }
     const int max_last = sh->pos0 + t1 - 1;
+    const void *krows[TILE], *vrows[TILE]; /* the tile's rows: in the cache (f32; Q8_0 K) or widened */
     for (int j0 = 0; j0 <= max_last; j0 += TILE) {
         const int nj = INF_MIN(TILE, max_last + 1 - j0);
-        key_tile keys = {.f32 = ktile, .stride = (size_t)hd};
-        if (k->type == INF_KV_Q8_0) {
-            keys = (key_tile){.q8 = kv_row(k, j0, kvh), .q8_row_bytes = inf_kv_type_bytes(INF_KV_Q8_0, k->pos_stride)};
-        } else if (k->type == INF_KV_F16) {
-            widen_tile(k, j0, nj, kvh, hd, ktile);
-        } else {
-            keys.f32 = kv_row(k, j0, kvh);
-            keys.stride = k->pos_stride;
-        }
-        const float *vals = vtile;
-        size_t val_stride = (size_t)hd;
-        if (v->type != INF_KV_F32) {
-            widen_tile(v, j0, nj, kvh, hd, vtile);
-        } else {
-            vals = kv_row(v, j0, kvh);
-            val_stride = v->pos_stride;
-        }
+        inf_kv_rows(k, kvh, j0, nj, krows);
+        if (k->type == INF_KV_F16) widen_tile(k, krows, nj, hd, ktile);
+        inf_kv_rows(v, kvh, j0, nj, vrows);
+        if (v->type != INF_KV_F32) widen_tile(v, vrows, nj, hd, vtile);
         for (int i = 0; i < n_chunks; i++) {
             const row_chunk ch = chunk_at(base, i, hd);
             const int chunk_last = ch.last[ROW_CHUNK - 1];
             if (j0 > chunk_last) continue;
-            chunk_tile(&ch, hd, sh->scale, j0, INF_MIN(nj, chunk_last + 1 - j0), &keys, vals, val_stride, st);
+            chunk_tile(&ch, hd, sh->scale, j0, INF_MIN(nj, chunk_last + 1 - j0), krows, k->type == INF_KV_Q8_0, vrows,
+                       st);
         }
     }
     /* out = O / l */

@@ -23,6 +23,13 @@
  * cross its last position). An f16 cache is widened as it is loaded
  * (decode) or tile by tile (prefill).
  *
+ * K and V rows are found through the views' block tables: each tile's row
+ * addresses are gathered first (inf_kv_rows), so a tile may straddle
+ * blocks, and the arithmetic (tiles at absolute positions, keys in order)
+ * is the same for every block size and table, and for every split of a
+ * sequence's query rows into calls. Decode prefetches the next tile's rows
+ * by their addresses, wherever its blocks lie.
+ *
  * Q8_0 cache (ref.c's numerics: the query quantized to Q8_0, integer block
  * dots, V dequantized to f32): decode dots each key row with the query's
  * blocks two at a time by VNNI (vpdpbusd wants unsigned x signed bytes, so
@@ -55,11 +62,6 @@ static int round4(int n) { return (n + 3) & ~3; }
 
 #define INLINE static inline __attribute__((always_inline))
 
-/* Address of the cached row of (pos, KV head). */
-static const char *kv_row(const inf_kv_view *c, int pos, int kvh) {
-    return (const char *)c->data + inf_kv_type_bytes(c->type, (size_t)pos * c->pos_stride + (size_t)kvh * c->head_stride);
-}
-
 /* 16 elements of a cached row of type T from element i (masked), widened
  * to f32. Q8_0 rows have head_dim a multiple of 32: the mask is all or
  * nothing, and a Q8_0 element is d * q in f32, as ref.c forms it. */
@@ -74,10 +76,12 @@ INLINE __m512 row_load(const char *row, int i, __mmask16 m, const inf_kv_type T)
     return _mm512_maskz_loadu_ps(m, (const float *)row + i);
 }
 
-/* Rows [j0, j0 + n) of one KV head, widened to f32 into dst[n][hd]. */
-static void widen_tile(const inf_kv_view *c, int j0, int n, int kvh, int hd, float *dst) {
+/* The n cached rows rows[] of an f16 or Q8_0 cache widened to f32 into
+ * dst[n][hd]; rows[j] then points at dst[j]. */
+static void widen_tile(const inf_kv_view *c, const void **rows, int n, int hd, float *dst) {
     for (int j = 0; j < n; j++) {
-        const char *row = kv_row(c, j0 + j, kvh);
+        const char *row = rows[j];
+        rows[j] = dst + (size_t)j * hd;
         for (int i = 0; i < hd; i += 16) {
             const __mmask16 m = hd - i >= 16 ? 0xffff : tail_mask(hd - i);
             const __m512 x = c->type == INF_KV_F16 ? row_load(row, i, m, INF_KV_F16)
@@ -156,41 +160,58 @@ INLINE __m512 q8_dot_pair(__m512i ku, __m512 dk, const q8_query_pair *qp, __m512
 #define REPEAT16(M) REPEAT8(M) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 
 /* Cached rows read ahead of the one in use, into L2 by software prefetch:
- * one tile. With the hardware prefetchers alone one thread streamed the
- * cache from DRAM at ~10 GB/s (0.79 ms per layer at depth 2044 for
- * Qwen3-0.6B's f16 K and V) and two threads at 12-17; with this, 19 and
- * 29 GB/s (0.43 and 0.29 ms), the machine's read bandwidth at the time. */
-enum { PREFETCH_ROWS = TILE };
+ * one tile (row j of the next tile while row j of this one is read). With
+ * the hardware prefetchers alone one thread streamed the cache from DRAM at
+ * ~10 GB/s (0.79 ms per layer at depth 2044 for Qwen3-0.6B's f16 K and V)
+ * and two threads at 12-17; with this, 19 and 29 GB/s (0.43 and 0.29 ms),
+ * the machine's read bandwidth at the time. A paged cache needs it more:
+ * the hardware streams stop at every block. */
+INLINE void prefetch_row(const void *row, size_t bytes) {
+    const uintptr_t end = (uintptr_t)row + bytes;
+    for (uintptr_t line = (uintptr_t)row & ~(uintptr_t)63; line < end; line += 64)
+        _mm_prefetch((const char *)line, _MM_HINT_T1);
+}
+
+/* The row addresses of two consecutive key tiles, [tile parity][key]: the
+ * one in use, and the next one, being prefetched. */
+typedef struct tile_rows {
+    const void *k[2][TILE], *v[2][TILE];
+} tile_rows;
 
 /* Decode for query heads q[G][hd] (G a power of two <= 8; rows past the
  * real head count are duplicates whose results are dropped; for a Q8_0
  * cache, T == INF_KV_Q8_0, their pairs qq[G][n_pairs] are read instead)
- * against keys and values [n_keys] of type T at kbase/vbase, rows
- * row_bytes apart. o[G][hd]
+ * against positions [0, n_keys) of KV head kvh of caches k and v of type T
+ * (tr: room for the tiles' row addresses). o[G][hd]
  * accumulates unnormalized outputs, m and l the running max and sum.
  * Scores: KB = 16 / G keys at a time, all G heads per key row read, the 16
  * partial dots (accumulator p: key p / G, head p % G) summed across lanes
  * at once. Values: each row read once per slice of W vectors of head_dim,
  * for all heads (accumulator p: head p / W, vector p % W). */
-INLINE void decode_heads(const float *q, const q8_query_pair *qq, const char *kbase, const char *vbase,
-                         size_t row_bytes, int n_keys, int hd, float scale, const int G, const inf_kv_type T,
+INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_view *k, const inf_kv_view *v,
+                         int kvh, int n_keys, int hd, float scale, const int G, const inf_kv_type T, tile_rows *tr,
                          float *s, float *o, float *m, float *l) {
     const int n_pairs = (hd / INF_Q8_0_BLOCK + 1) / 2; /* Q8_0: qq[G][n_pairs] */
     const bool odd_blocks = (hd / INF_Q8_0_BLOCK) % 2 != 0;
     const int KB = 16 / G;             /* keys per score block */
     const int W = G <= 2 ? 8 : 16 / G; /* vectors of head_dim per value slice */
+    const size_t row_bytes = inf_kv_type_bytes(T, (size_t)hd);
     const __m512 zero = _mm512_setzero_ps();
-    for (int j0 = 0; j0 < n_keys; j0 += TILE) {
+    inf_kv_rows(k, kvh, 0, INF_MIN(TILE, n_keys), tr->k[0]);
+    inf_kv_rows(v, kvh, 0, INF_MIN(TILE, n_keys), tr->v[0]);
+    for (int j0 = 0, cur = 0; j0 < n_keys; j0 += TILE, cur ^= 1) {
         const int nj = INF_MIN(TILE, n_keys - j0);
+        const void *const *krows = tr->k[cur], *const *vrows = tr->v[cur];
+        const void **knext = tr->k[cur ^ 1], **vnext = tr->v[cur ^ 1];
+        const int n_next = INF_MAX(0, INF_MIN(TILE, n_keys - j0 - TILE));
+        inf_kv_rows(k, kvh, j0 + TILE, n_next, knext);
+        inf_kv_rows(v, kvh, j0 + TILE, n_next, vnext);
         for (int jb = 0; jb < nj; jb += KB) {
-            const char *block = kbase + (size_t)(j0 + jb) * row_bytes;
             const int last = nj - jb - 1; /* rows past the tile repeat its last one */
-#define ROW_PTR(jj) const char *r##jj = block + (size_t)INF_MIN(jj, last) * row_bytes;
+#define ROW_PTR(jj) const char *r##jj = krows[jb + INF_MIN(jj, last)];
             REPEAT16(ROW_PTR)
 #undef ROW_PTR
-            for (int jj = 0; jj < KB; jj++)
-                for (size_t b = 0; b < row_bytes; b += 64)
-                    _mm_prefetch(block + (size_t)(PREFETCH_ROWS + jj) * row_bytes + b, _MM_HINT_T1);
+            for (int jj = 0; jj < KB && jb + jj < n_next; jj++) prefetch_row(knext[jb + jj], row_bytes);
 #define ACC_ZERO(p) __m512 a##p = zero;
             REPEAT16(ACC_ZERO)
 #undef ACC_ZERO
@@ -262,10 +283,8 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const char *kb
             REPEAT16(O_LOAD)
 #undef O_LOAD
             for (int j = 0; j < nj; j++) {
-                const char *row = vbase + (size_t)(j0 + j) * row_bytes;
-                if (i0 == 0)
-                    for (size_t b = 0; b < row_bytes; b += 64)
-                        _mm_prefetch(row + (size_t)PREFETCH_ROWS * row_bytes + b, _MM_HINT_T1);
+                const char *row = vrows[j];
+                if (i0 == 0 && j < n_next) prefetch_row(vnext[j], row_bytes);
 #define P_BCAST(g) const __m512 pb##g = (g) < G ? _mm512_set1_ps(s[(g) * TILE + j]) : zero;
                 REPEAT8(P_BCAST)
 #undef P_BCAST
@@ -319,9 +338,8 @@ void inf_avx512_attn_decode(const inf_attn_shape *sh, const float *q, const inf_
                             const inf_kv_view *v, float *out, int kvh, void *tmp) {
     const int group = sh->n_head / sh->n_head_kv, hd = sh->head_dim, n_keys = sh->pos0 + 1;
     const inf_kv_type type = k->type; /* V has the same (cpu.c) */
-    const size_t row_bytes = inf_kv_type_bytes(type, k->pos_stride);
     const int n_pairs = (hd / INF_Q8_0_BLOCK + 1) / 2;
-    const char *kbase = kv_row(k, 0, kvh), *vbase = kv_row(v, 0, kvh);
+    tile_rows tr;
     float *s = tmp;                             /* [8][TILE] scores, then weights */
     float *o = s + DECODE_HEADS * TILE;         /* [8][hd] */
     float *qs = o + (size_t)DECODE_HEADS * hd;  /* [8][hd] the heads of a pass, padded */
@@ -338,7 +356,7 @@ void inf_avx512_attn_decode(const inf_attn_shape *sh, const float *q, const inf_
             l[g] = 0.0f;
         }
         memset(o, 0, (size_t)G * hd * sizeof(float));
-#define DECODE_TYPE(g, t) decode_heads(qs, qq, kbase, vbase, row_bytes, n_keys, hd, sh->scale, g, t, s, o, m, l)
+#define DECODE_TYPE(g, t) decode_heads(qs, qq, k, v, kvh, n_keys, hd, sh->scale, g, t, &tr, s, o, m, l)
 #define DECODE_CASE(g)                                                  \
     if (type == INF_KV_F16) DECODE_TYPE(g, INF_KV_F16);                 \
     else if (type == INF_KV_Q8_0) DECODE_TYPE(g, INF_KV_Q8_0);          \
@@ -370,12 +388,14 @@ typedef struct prefill_ctx {
     float *st;     /* [TILE][ROW_CHUNK] S^T, then P^T */
     float *ktile;  /* [TILE][hd] keys as f32 (f16 cache) */
     float *vtile;  /* [TILE][hd] values as f32 (f16 or Q8_0 cache) */
+    const void *krows[TILE], *vrows[TILE]; /* the tile's rows: in the cache (f32; Q8_0 K) or widened */
     float *m, *l;  /* [ROW_CHUNK] */
     int32_t *last; /* [ROW_CHUNK] last visible key per row */
 } prefill_ctx;
 
-/* S^T[j][rows] = scale * Σ_d K[j][d] Q^T[d][rows] for j < nj, four keys at a time. */
-static void score_tile(const prefill_ctx *c, const float *keys, size_t key_stride, int nj) {
+/* S^T[j][rows] = scale * Σ_d K[j][d] Q^T[d][rows] for j < nj, four keys at a
+ * time; c->krows[j] is key j's f32 row. */
+static void score_tile(const prefill_ctx *c, int nj) {
     const __m512 scale = _mm512_set1_ps(c->sh->scale);
     for (int j = 0; j < nj; j += 4) {
         const int nk = INF_MIN(4, nj - j);
@@ -386,7 +406,7 @@ static void score_tile(const prefill_ctx *c, const float *keys, size_t key_strid
             for (int r = 0; r < RV; r++) acc[a][r] = _mm512_setzero_ps();
         const float *kr[4];
         _Pragma("GCC unroll 4")
-        for (int a = 0; a < 4; a++) kr[a] = keys + (size_t)(j + INF_MIN(a, nk - 1)) * key_stride;
+        for (int a = 0; a < 4; a++) kr[a] = c->krows[j + INF_MIN(a, nk - 1)];
         for (int d = 0; d < c->hd; d++) {
             __m512 qv[RV];
             _Pragma("GCC unroll 4")
@@ -445,14 +465,15 @@ static void q8_rows_set(const q8_query_rows *qr, int r, const float *q, int hd) 
 /* S^T[j][rows] = scale * (Q8_0 key j · each row's Q8_0 query) for j < nj:
  * per block, the integer dot of 16 rows per vector (keys enter vpdpbusd as
  * unsigned k + 128, corrected by corr), then sum += dot * (d_k * d_q) in
- * f32, block after block: ref.c's dot_q8_0, bit for bit. */
-static void score_tile_q8(const prefill_ctx *c, const char *keys, size_t row_bytes, int nj) {
+ * f32, block after block: ref.c's dot_q8_0, bit for bit. c->krows[j] is
+ * key j's Q8_0 row. */
+static void score_tile_q8(const prefill_ctx *c, int nj) {
     const int nb = c->hd / INF_Q8_0_BLOCK;
     const q8_query_rows qr = q8_rows_at(c->qt, c->hd);
     const __m512 scale = _mm512_set1_ps(c->sh->scale);
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     for (int j = 0; j < nj; j++) {
-        const inf_block_q8_0 *key = (const inf_block_q8_0 *)(keys + (size_t)j * row_bytes);
+        const inf_block_q8_0 *key = c->krows[j];
         __m512 s[RV];
         _Pragma("GCC unroll 4")
         for (int r = 0; r < RV; r++) s[r] = _mm512_setzero_ps();
@@ -482,8 +503,9 @@ static void score_tile_q8(const prefill_ctx *c, const char *keys, size_t row_byt
 }
 
 /* O^T[d][rows] += Σ_j P^T[j][rows] V[j][d] for j < nj, four dims at a time
- * (O^T has rows up to hd rounded up to 4, so all four are stored). */
-static void accumulate_tile(const prefill_ctx *c, const float *vals, size_t val_stride, int nj) {
+ * (O^T has rows up to hd rounded up to 4, so all four are stored);
+ * c->vrows[j] is value j's f32 row. */
+static void accumulate_tile(const prefill_ctx *c, int nj) {
     for (int d = 0; d < c->hd; d += 4) {
         const int nd = INF_MIN(4, c->hd - d);
         __m512 acc[4][RV];
@@ -493,7 +515,7 @@ static void accumulate_tile(const prefill_ctx *c, const float *vals, size_t val_
             for (int r = 0; r < RV; r++)
                 acc[a][r] = _mm512_load_ps(c->ot + (size_t)(d + a) * ROW_CHUNK + 16 * r);
         for (int j = 0; j < nj; j++) {
-            const float *vr = vals + (size_t)j * val_stride + d;
+            const float *vr = (const float *)c->vrows[j] + d;
             __m512 p[RV];
             _Pragma("GCC unroll 4")
             for (int r = 0; r < RV; r++) p[r] = _mm512_load_ps(c->st + (size_t)j * ROW_CHUNK + 16 * r);
@@ -540,22 +562,12 @@ static void prefill_rows(prefill_ctx *c, const float *q, float *out, int t0, int
     const int min_last = c->last[0]; /* rows are in token order */
     for (int j0 = 0; j0 <= max_last; j0 += TILE) {
         const int nj = INF_MIN(TILE, max_last + 1 - j0);
-        if (q8_keys) {
-            score_tile_q8(c, kv_row(c->k, j0, c->kvh), inf_kv_type_bytes(INF_KV_Q8_0, c->k->pos_stride), nj);
-        } else if (c->k->type == INF_KV_F16) {
-            widen_tile(c->k, j0, nj, c->kvh, hd, c->ktile);
-            score_tile(c, c->ktile, (size_t)hd, nj);
-        } else {
-            score_tile(c, (const float *)kv_row(c->k, j0, c->kvh), c->k->pos_stride, nj);
-        }
-        const float *vals = c->vtile;
-        size_t val_stride = (size_t)hd;
-        if (c->v->type != INF_KV_F32) {
-            widen_tile(c->v, j0, nj, c->kvh, hd, c->vtile);
-        } else {
-            vals = (const float *)kv_row(c->v, j0, c->kvh);
-            val_stride = c->v->pos_stride;
-        }
+        inf_kv_rows(c->k, c->kvh, j0, nj, c->krows);
+        if (c->k->type == INF_KV_F16) widen_tile(c->k, c->krows, nj, hd, c->ktile);
+        if (q8_keys) score_tile_q8(c, nj);
+        else score_tile(c, nj);
+        inf_kv_rows(c->v, c->kvh, j0, nj, c->vrows);
+        if (c->v->type != INF_KV_F32) widen_tile(c->v, c->vrows, nj, hd, c->vtile);
         /* mask keys past each row's last position */
         if (j0 + nj - 1 > min_last) {
             for (int j = 0; j < nj; j++)
@@ -588,7 +600,7 @@ static void prefill_rows(prefill_ctx *c, const float *q, float *out, int t0, int
                 l[r] = _mm512_add_ps(l[r], p);
             }
         }
-        accumulate_tile(c, vals, val_stride, nj);
+        accumulate_tile(c, nj);
     }
     /* out = O / l */
     float inv[ROW_CHUNK];
