@@ -23,7 +23,6 @@
 #include "harness.h"
 #include "inferno.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
