@@ -479,6 +479,9 @@ static void test_accounting(bool prefix) {
     }
     bool busy = true;
     for (int i = 0; busy && i < 100000; i++) inf_engine_step(e, &busy, &err);
+    int unfinished = 0;
+    for (int i = 0; i < LIVE; i++) unfinished += live[i].submitted && live[i].o.n_done != live[i].n;
+    TEST_CHECK(unfinished == 0, "every completion of every request got its DONE event (%d requests short)", unfinished);
     inf_engine_stats st;
     inf_engine_get_stats(e, &st);
     TEST_CHECK(refused > 0 && cancelled > 0, "the churn refused (%d) and cancelled (%d) requests", refused, cancelled);

@@ -713,8 +713,18 @@ static void prompt_done(inf_engine *e, sequence *s, const float *logits) {
 inf_status inf_engine_step(inf_engine *e, bool *busy, inf_error *err) {
     *busy = false;
     for (engine_request *r = take_cancelled(e), *next; r; r = next) next = r->next, cancel_queued(r);
-    for (int i = 0; i < e->n_running; i++)
-        if (e->running[i]->done && e->running[i]->finish == INF_FINISH_CANCELLED) finish(e, e->running[i], INF_FINISH_CANCELLED);
+    for (int i = 0; i < e->n_running; i++) {
+        sequence *s = e->running[i];
+        if (!s->done || s->finish != INF_FINISH_CANCELLED) continue;
+        finish(e, s, INF_FINISH_CANCELLED);
+        if (!s->decoding) /* cancelled in its prompt: the completions it would have forked end too */
+            for (int k = 1; k < s->r->req.n; k++) {
+                sequence never = {.r = s->r, .index = k, .finish = INF_FINISH_CANCELLED};
+                emit_done(&never, "", 0);
+                s->r->n_live--;
+                e->n_slots--;
+            }
+    }
     reap(e);
     admit(e);
 
