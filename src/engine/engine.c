@@ -312,14 +312,15 @@ inf_status inf_engine_submit(inf_engine *e, const inf_request *req, uint64_t *id
     r->t_submit = now_ms();
 
     pthread_mutex_lock(&e->mu);
-    r->id = e->next_id++;
+    const uint64_t new_id = r->id = e->next_id++;
     if (e->queue_tail) e->queue_tail->next = r;
     else e->queue_head = r;
     e->queue_tail = r;
     e->n_queued++;
     pthread_cond_signal(&e->wake);
     pthread_mutex_unlock(&e->mu);
-    if (id) *id = r->id;
+    /* r belongs to the driving thread now: it may already be done and freed */
+    if (id) *id = new_id;
     return INF_OK;
 }
 
