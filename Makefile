@@ -40,6 +40,7 @@ BUILD   ?= build
 # tails of the ISA files, which then differ from ref.c in the last bit.
 INF_CFLAGS := -std=c11 -Wall -Wextra $(WERROR) -ffp-contract=off -D_GNU_SOURCE -Iinclude -Isrc
 INF_LDLIBS := -lcjson -lutf8proc -ledit -lpthread -lm
+SERVER_LDLIBS := -lmicrohttpd
 SAN_FLAGS  :=
 KERNEL_OPT        = $(OPT)
 KERNEL_SAN_FLAGS  = $(SAN_FLAGS)
@@ -85,14 +86,18 @@ else
 FOREIGN_KERNELS := $(X86_KERNELS) $(ARM_KERNELS)
 endif
 
-LIB_SRC  := $(filter-out $(FOREIGN_KERNELS),$(shell find src -name '*.c' ! -path 'src/cli/*' | sort))
+LIB_SRC  := $(filter-out $(FOREIGN_KERNELS),$(shell find src -name '*.c' ! -path 'src/cli/*' ! -path 'src/server/*' | sort))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+# The HTTP server (inferno serve): a client of the public header, like the
+# CLI, linked into the CLI binary and, as a library, into its tests.
+SERVER_SRC := $(sort $(wildcard src/server/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 TEST_LIB := tests/harness.c
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 # The core and the backend without the tokenizer, the model and JSON, and
@@ -107,8 +112,13 @@ $(BUILD)/libinferno.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/inferno: $(CLI_OBJ) $(BUILD)/libinferno.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
+$(BUILD)/libinferno-server.a: $(SERVER_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/inferno: $(CLI_OBJ) $(BUILD)/libinferno-server.a $(BUILD)/libinferno.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libinferno-server.a $(BUILD)/libinferno.a $(LDLIBS) \
+	    $(SERVER_LDLIBS) $(INF_LDLIBS)
 
 $(BUILD)/libinferno-kernels.a: $(KERNEL_LIB_OBJ)
 	@rm -f $@
@@ -137,6 +147,13 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/tests/%: tests/%.c $(TEST_LIB) tests/harness.h $(BUILD)/libinferno.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $(ALL_LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
+
+# The server's tests link its library too.
+$(BUILD)/tests/test_server_%: tests/test_server_%.c $(TEST_LIB) tests/harness.h $(BUILD)/libinferno-server.a \
+                              $(BUILD)/libinferno.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests $(ALL_LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libinferno-server.a \
+	    $(BUILD)/libinferno.a $(LDLIBS) $(SERVER_LDLIBS) $(INF_LDLIBS)
 
 $(BUILD)/kernel-tests/%: tests/%.c $(TEST_LIB) tests/harness.h $(BUILD)/libinferno-kernels.a
 	@mkdir -p $(dir $@)
