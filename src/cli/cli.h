@@ -27,6 +27,7 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Prints "inferno CMD: message" to stderr; returns code (for `return cli_fail(...)`). */
 int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

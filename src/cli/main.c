@@ -15,6 +15,7 @@ typedef struct command {
 static const command commands[] = {
     {"run", cmd_run, "generate text from a prompt (greedy, or sampled)"},
     {"chat", cmd_chat, "chat with a model in the terminal"},
+    {"serve", cmd_serve, "an OpenAI- and Anthropic-compatible HTTP server"},
     {"logits", cmd_logits, "print the top logits of a prompt as JSON"},
     {"info", cmd_info, "describe a model file"},
     {"tokenize", cmd_tokenize, "text to token ids (JSON)"},
