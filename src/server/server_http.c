@@ -240,6 +240,7 @@ static const route routes[] = {
     {"/v1/completions", ROUTE_POST_JSON, NULL, api_completions, false},
     {"/completions", ROUTE_POST_JSON, NULL, api_completions, false},
     {"/v1/messages", ROUTE_POST_JSON, NULL, api_messages, true},
+    {"/v1/messages/count_tokens", ROUTE_POST_JSON, NULL, api_messages, true},
     {"/tokenize", ROUTE_POST_JSON, NULL, api_tokenize, false},
     {"/detokenize", ROUTE_POST_JSON, NULL, api_detokenize, false},
 };
@@ -276,13 +277,8 @@ static int dispatch(http_exchange *ex) {
     }
     if (!rt) return http_reply_error(ex, 404, NULL, "not_found", "no route %s %s", ex->method, ex->url);
     const char *want = rt->kind == ROUTE_GET ? "GET" : "POST";
-    if (strcmp(ex->method, want) && !(rt->kind == ROUTE_GET && !strcmp(ex->method, "HEAD"))) {
-        struct MHD_Response *r;
-        int res = http_reply_error(ex, 405, NULL, "method_not_allowed", "%s wants %s, not %s", ex->url, want,
-                                   ex->method);
-        (void)r;
-        return res;
-    }
+    if (strcmp(ex->method, want) && !(rt->kind == ROUTE_GET && !strcmp(ex->method, "HEAD")))
+        return http_reply_error(ex, 405, NULL, "method_not_allowed", "%s wants %s, not %s", ex->url, want, ex->method);
     if (rt->get == api_health) return api_health(ex);
     if (!authorized(ex)) return http_reply_error(ex, 401, NULL, "invalid_api_key", "missing or wrong API key");
     if (ex->body_too_large)
