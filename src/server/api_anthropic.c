@@ -466,7 +466,7 @@ static bool messages_prompt(generation *g, const cJSON *body, bool *thinking, bo
     bool ok = convert_request(body, &messages, &tools, &mode, &tool_name, thinking, &prefill, e);
     *with_tools = ok && tools && mode != TOOLS_NONE;
     if (ok) {
-        ok = chat_prompt(g, messages, tools, *thinking, prefill ? TOOLS_AUTO : mode, tool_name, e);
+        ok = chat_prompt(g, messages, tools, *thinking, prefill ? TOOLS_AUTO : mode, tool_name, false, e);
         messages = tools = NULL;
     }
     if (ok && prefill && *prefill) {
@@ -485,6 +485,10 @@ static bool messages_prompt(generation *g, const cJSON *body, bool *thinking, bo
                 g->prompts[0] = all;
                 g->prompt_lens[0] += n;
                 g->n_prompt = g->prompt_lens[0];
+                /* the parsers read the prefill first, as if generated */
+                free(g->forced_prefix);
+                g->forced_prefix = prefill;
+                prefill = NULL;
             }
             free(ids);
         }

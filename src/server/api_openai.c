@@ -277,23 +277,58 @@ static bool chat_tool_choice(const cJSON *body, const cJSON *tools, tool_mode *m
 }
 
 bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, tool_mode mode, const char *tool_name,
-                 param_error *e) {
+                 bool continue_final, param_error *e) {
     server *srv = g->srv;
+    /* continue_final_message: the answer goes on from the last message's
+     * text, so the render stops right after it (vLLM's way) */
+    char *final_text = NULL;
+    if (continue_final) {
+        const cJSON *last = cJSON_GetArrayItem(messages, cJSON_GetArraySize(messages) - 1);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(last, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(last, "content");
+        if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant") || !cJSON_IsString(content) ||
+            !*content->valuestring) {
+            cJSON_Delete(messages);
+            cJSON_Delete(tools);
+            return fail(e, "continue_final_message", "needs a last assistant message with text");
+        }
+        final_text = strdup(content->valuestring);
+        mode = mode == TOOLS_NONE ? TOOLS_NONE : TOOLS_AUTO;
+    }
     cJSON *req = cJSON_CreateObject();
     cJSON_AddItemToObject(req, "messages", messages);
     if (tools && mode != TOOLS_NONE) cJSON_AddItemToObject(req, "tools", tools);
     else cJSON_Delete(tools);
-    cJSON_AddBoolToObject(req, "add_generation_prompt", true);
+    cJSON_AddBoolToObject(req, "add_generation_prompt", !continue_final);
     cJSON_AddBoolToObject(req, "enable_thinking", thinking);
     char *json = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
-    if (!json) return fail(e, "messages", "out of memory");
+    if (!json) {
+        free(final_text);
+        return fail(e, "messages", "out of memory");
+    }
     char *text = NULL;
     size_t len = 0;
     inf_error err = {0};
     inf_status st = inf_chat_template_render(srv->tmpl, json, strlen(json), &text, &len, &err);
     free(json);
-    if (st) return fail(e, "messages", err.msg);
+    if (st) {
+        free(final_text);
+        return fail(e, "messages", err.msg);
+    }
+    if (final_text) {
+        /* cut after the last occurrence of the final message's text */
+        size_t n = strlen(final_text);
+        const char *cut = NULL;
+        for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), final_text, n)); p++) cut = p;
+        if (!cut) {
+            free(final_text);
+            free(text);
+            return fail(e, "continue_final_message", "the template does not keep the last message's text as it is");
+        }
+        len = (size_t)(cut - text) + n;
+        g->forced_prefix = final_text;
+    }
 
     strbuf prompt = {0};
     sb_append(&prompt, text, len);
@@ -311,6 +346,7 @@ bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, to
         }
         sb_append(&prompt, forced.data, forced.len);
         if (forced.failed) prompt.failed = true;
+        free(g->forced_prefix);
         g->forced_prefix = forced.data;
     }
     if (prompt.failed) {
@@ -573,6 +609,17 @@ int api_chat_completions(http_exchange *ex, const cJSON *body) {
         }
         top_logprobs = tl->valueint;
     }
+    bool continue_final = false;
+    const cJSON *cf = cJSON_GetObjectItemCaseSensitive(body, "continue_final_message");
+    if (cf && !cJSON_IsNull(cf)) {
+        if (!cJSON_IsBool(cf)) {
+            cJSON_Delete(messages);
+            cJSON_Delete(tools);
+            return http_reply_error(ex, 400, "continue_final_message", "invalid_type",
+                                    "continue_final_message must be true or false");
+        }
+        continue_final = cJSON_IsTrue(cf);
+    }
     request_params params;
     bool with_tools = tools && mode != TOOLS_NONE;
     if (!params_parse(srv, body, false, thinking, &params, &e)) {
@@ -593,7 +640,7 @@ int api_chat_completions(http_exchange *ex, const cJSON *body) {
     g->logprobs = logprobs;
     g->top_logprobs = top_logprobs;
     server_make_id(srv, "chatcmpl-", g->id, sizeof g->id);
-    if (!chat_prompt(g, messages, tools, thinking, mode, tool_name, &e) ||
+    if (!chat_prompt(g, messages, tools, thinking, mode, tool_name, continue_final, &e) ||
         !params_check_context(srv, g->n_prompt, g->params.req.max_tokens, &e)) {
         generation_free(g);
         return param_fail(ex, &e);

@@ -287,11 +287,13 @@ void gen_sse(generation *g, const char *event, cJSON *json);
 
 /* What chat and messages share (api_openai.c). */
 typedef enum tool_mode { TOOLS_AUTO, TOOLS_NONE, TOOLS_REQUIRED, TOOLS_NAMED } tool_mode;
-/* Renders messages (and tools, taken) with the chat template into
- * g->prompts[0]; a required or named tool choice begins the answer with the
- * call's opening (g->forced_prefix), which the parsers read first. */
+/* Renders messages (and tools; both taken) with the chat template into
+ * g->prompts[0]. The answer may begin in the prompt (g->forced_prefix,
+ * which the parsers read first): a required or named tool choice opens the
+ * call; continue_final (vLLM's continue_final_message) continues the last
+ * assistant message's text. */
 bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, tool_mode mode, const char *tool_name,
-                 param_error *e);
+                 bool continue_final, param_error *e);
 /* chat_template_kwargs.enable_thinking, else enable_thinking, else true. */
 bool request_thinking(const cJSON *body, bool *thinking, param_error *e);
 /* Creates each choice's output parser (and its logprobs array). */
