@@ -329,6 +329,10 @@ bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, to
         len = (size_t)(cut - text) + n;
         g->forced_prefix = final_text;
     }
+    /* whether the answer starts inside the reasoning: the prompt before
+     * what it holds of the answer ends with the opening tag */
+    size_t before = final_text ? len - strlen(final_text) : len;
+    g->starts_in_reasoning = before >= 8 && !memcmp(text + before - 8, "<think>\n", 8);
 
     strbuf prompt = {0};
     sb_append(&prompt, text, len);
@@ -353,7 +357,6 @@ bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, to
         sb_free(&prompt);
         return fail(e, "messages", "out of memory");
     }
-    g->starts_in_reasoning = prompt.len >= 8 && !memcmp(prompt.data + prompt.len - 8, "<think>\n", 8);
     bool ok = tokenize_text(srv, prompt.data, prompt.len, true, &g->prompts[0], &g->prompt_lens[0], e, "messages");
     sb_free(&prompt);
     if (ok) g->n_prompt = g->prompt_lens[0];
