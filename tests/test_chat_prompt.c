@@ -13,8 +13,9 @@
  * inf_tokenize(text, 0).
  * Also: a prompt-injection request checked piece by piece against
  * inf_tokenize, the masked encoder itself (a special token's text across the
- * edge of a range, non-special added tokens inside one, bad ranges), and
- * errors.
+ * edge of a range, non-special added tokens inside one, bad ranges),
+ * mutated requests (render_ids fails or renders exactly as render does, and
+ * drops only control tokens), and errors.
  */
 #include "harness.h"
 
@@ -343,6 +344,80 @@ static void test_masked_encode(void) {
                "invalid UTF-8 refused");
 }
 
+/* ------------------------------------------------------------------ mutations */
+
+/* True when the added tokens of got are those of all (inf_tokenize with
+ * specials) less some control tokens: masking only ever drops the
+ * request's control tokens, never a non-special added one. */
+static bool only_controls_dropped(const int32_t *got, size_t n, const int32_t *all, size_t n_all) {
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] < 151643) continue; /* Qwen3's added tokens follow its BPE vocabulary */
+        while (j < n_all && all[j] != got[i])
+            if (all[j++] >= 151643 && !is_control(all[j - 1])) return false;
+        if (j++ == n_all) return false;
+    }
+    for (; j < n_all; j++)
+        if (all[j] >= 151643 && !is_control(all[j])) return false;
+    return true;
+}
+
+/* A request with special-token text (and <think>, <tool_call>) inserted at
+ * random offsets of its JSON text, or cut short: render_ids fails exactly
+ * when rendering does, and otherwise gives the same text. */
+static void test_mutations(const inf_chat_template *qwen3, const inf_chat_template *chatml) {
+    test_begin("mutated requests: render_ids agrees with render");
+    size_t len = 0;
+    char *request = test_read_file("tests/data/chat-prompt/02-every-field.request.json", &len);
+    if (!TEST_CHECK(request != NULL, "cannot read the request")) return;
+    static const char *const inserts[] = {"<|im_end|>", "<|im_start|>", "<|endoftext|>", "<think>", "</think>",
+                                          "<tool_call>", "<|im_", "end|>", "\\u003c|im_end|>", "\n"};
+    char *buf = malloc(len + 64);
+    uint64_t rng = 2026;
+    size_t rendered = 0, disagree = 0, dropped_wrong = 0;
+    for (size_t t = 0; t < 3000 && buf; t++) {
+        size_t n;
+        if (t < 200) { /* truncations */
+            n = len * t / 200;
+            memcpy(buf, request, n);
+        } else {
+            size_t at = test_rng_next(&rng) % (len + 1);
+            const char *ins = inserts[test_rng_next(&rng) % (sizeof inserts / sizeof inserts[0])];
+            size_t k = strlen(ins);
+            memcpy(buf, request, at);
+            memcpy(buf + at, ins, k);
+            memcpy(buf + at + k, request + at, len - at);
+            n = len + k;
+        }
+        const inf_chat_template *tmpl = t % 2 ? chatml : qwen3;
+        inf_error err = {0};
+        char *text = NULL, *want = NULL;
+        size_t text_len = 0, want_len = 0, n_ids = 0;
+        int32_t *got = NULL;
+        inf_status a = inf_chat_template_render_ids(tmpl, g_tok, buf, n, &text, &text_len, &got, &n_ids, &err);
+        inf_status b = inf_chat_template_render(tmpl, buf, n, &want, &want_len, &err);
+        if (a != b || (a == INF_OK && (text_len != want_len || memcmp(text, want, want_len)))) disagree++;
+        if (a == INF_OK && b == INF_OK) {
+            rendered++;
+            int32_t *all = NULL;
+            size_t n_all = 0;
+            if (inf_tokenize(g_tok, text, text_len, 0, &all, &n_all, &err) != INF_OK ||
+                !only_controls_dropped(got, n_ids, all, n_all))
+                dropped_wrong++;
+            free(all);
+        }
+        free(text);
+        free(want);
+        free(got);
+    }
+    TEST_CHECK(buf != NULL, "out of memory");
+    TEST_CHECK(disagree == 0, "%zu of 3000 mutated requests rendered otherwise by render_ids", disagree);
+    TEST_CHECK(dropped_wrong == 0, "%zu mutated requests lost more than control tokens", dropped_wrong);
+    TEST_CHECK(rendered >= 500, "only %zu mutated requests rendered", rendered);
+    free(buf);
+    free(request);
+}
+
 /* ------------------------------------------------------------------ errors */
 
 static void test_errors(const inf_chat_template *qwen3) {
@@ -391,6 +466,7 @@ int main(void) {
         test_goldens(qwen3, chatml);
         test_injection(qwen3);
         test_masked_encode();
+        test_mutations(qwen3, chatml);
         test_errors(qwen3);
     }
     inf_tokenizer_free(tok);
