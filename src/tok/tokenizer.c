@@ -121,7 +121,7 @@ static bool overlaps_range(const tok_range *r, size_t n, size_t *next, size_t at
 }
 
 /* The encoder behind inf_tokenize and tok_encode_masked. A special token
- * found where it overlaps a range of plain is skipped the way Hugging Face
+ * that overlaps one of the ranges in plain is skipped the way Hugging Face
  * skips it with encode_special_tokens: its text stays in the stretch of
  * plain text around it, and the search goes on after it. */
 static inf_status encode(const inf_tokenizer *tok, const char *text, size_t len, bool match_added,
