@@ -253,6 +253,23 @@ const char *inf_chat_template_describe(const inf_chat_template *tmpl);
 inf_status inf_chat_template_render(const inf_chat_template *tmpl, const char *request_json,
                                     size_t len, char **out, size_t *out_len, inf_error *err);
 
+/* Renders request_json as inf_chat_template_render does (*text: the same
+ * bytes, malloc'd, NUL-terminated) and tokenizes it so that only the
+ * template's own markup becomes control tokens. A special token (marked
+ * special in tokenizer.json, CONTROL in a GGUF: <|im_start|>, <|im_end|>,
+ * <|endoftext|>, ...) is matched only where all of its text was written by
+ * the template; where any of it comes from the request (content,
+ * reasoning_content, roles, names, tool arguments, anything printed from
+ * tools) it is tokenized as plain text together with the text around it, as
+ * Hugging Face does with encode_special_tokens. Non-special added tokens
+ * (<think>, <tool_call>, ...) are matched everywhere, as Hugging Face always
+ * matches them. Without special-token text in the request's strings the ids
+ * are inf_tokenize(*text, 0). *ids is malloc'd (free with free()); on
+ * failure *text and *ids are NULL. Thread-safe. */
+inf_status inf_chat_template_render_ids(const inf_chat_template *tmpl, const inf_tokenizer *tok,
+                                        const char *request_json, size_t len, char **text,
+                                        size_t *text_len, int32_t **ids, size_t *n_ids, inf_error *err);
+
 /* ------------------------------------------------------------------ sampler */
 
 /*

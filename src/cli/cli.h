@@ -195,8 +195,10 @@ typedef struct cli_message {
 } cli_message;
 
 /* Renders messages with the chat template as a prompt ready for the
- * assistant's answer (enable_thinking = thinking). *out is malloc'd. */
-inf_status cli_render_chat(const inf_chat_template *tmpl, const cli_message *msgs, size_t n, bool thinking,
-                           char **out, size_t *len, inf_error *err);
+ * assistant's answer (enable_thinking = thinking) and tokenizes it with
+ * inf_chat_template_render_ids: the messages' text never becomes control
+ * tokens. *ids is malloc'd. */
+inf_status cli_render_chat(const inf_chat_template *tmpl, const inf_tokenizer *tok, const cli_message *msgs,
+                           size_t n, bool thinking, int32_t **ids, size_t *n_ids, inf_error *err);
 
 #endif

@@ -190,13 +190,8 @@ static inf_status conversation_ids(chat *c, int32_t **ids, size_t *n, inf_error 
     size_t k = 0;
     if (c->system) all[k++] = (cli_message){"system", c->system};
     if (c->n_msgs) memcpy(all + k, c->msgs, c->n_msgs * sizeof *all);
-    char *text = NULL;
-    size_t len = 0;
-    inf_status st = cli_render_chat(c->tmpl, all, n_all, c->think, &text, &len, err);
+    inf_status st = cli_render_chat(c->tmpl, c->tok, all, n_all, c->think, ids, n, err);
     free(all);
-    if (st) return st;
-    st = inf_tokenize(c->tok, text, len, 0, ids, n, err);
-    free(text);
     return st;
 }
 

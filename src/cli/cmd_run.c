@@ -244,25 +244,19 @@ static int prompt_ids(const run_args *a, const inf_model *m, int32_t **ids, size
     char *text = read_prompt(a, &rc);
     if (!text) return rc;
     inf_error err = {0};
-    if (a->chat) {
+    inf_status st;
+    if (a->chat) { /* the prompt is a user message: its text never becomes control tokens */
         inf_chat_template *tmpl = NULL;
         cli_message msgs[2];
         size_t n_msgs = 0;
         if (a->system) msgs[n_msgs++] = (cli_message){"system", (char *)a->system};
         msgs[n_msgs++] = (cli_message){"user", text};
-        char *rendered = NULL;
-        size_t len;
-        if (inf_chat_template_load(a->model.model_path, &tmpl, &err) ||
-            cli_render_chat(tmpl, msgs, n_msgs, !a->no_think, &rendered, &len, &err)) {
-            inf_chat_template_free(tmpl);
-            free(text);
-            return cli_fail_error("run", &err);
-        }
+        st = inf_chat_template_load(a->model.model_path, &tmpl, &err);
+        if (!st) st = cli_render_chat(tmpl, tok, msgs, n_msgs, !a->no_think, ids, n, &err);
         inf_chat_template_free(tmpl);
-        free(text);
-        text = rendered;
+    } else { /* a raw prompt: control tokens written in it are meant */
+        st = inf_tokenize(tok, text, strlen(text), 0, ids, n, &err);
     }
-    inf_status st = inf_tokenize(tok, text, strlen(text), 0, ids, n, &err);
     free(text);
     if (st) return cli_fail_error("run", &err);
     if (*n == 0) {
