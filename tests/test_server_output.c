@@ -25,6 +25,7 @@
  *   limits      a 10000-deep arguments array and a 1 MB content stream;
  *   nomem       every allocation failed in turn: INF_ERR_NOMEM, sticky, no
  *               leak (under ASan), and the result unchanged when none fails;
+ *   prompts     qwen3_prompt_opens_reasoning on the Qwen3 templates' endings;
  *   misuse      push or finish after finish.
  */
 #include "harness.h"
@@ -732,6 +733,29 @@ static void test_nomem(void) {
     }
 }
 
+/* ------------------------------------------------------------ prompts */
+
+static void test_prompt_detection(void) {
+    test_begin("prompts: which rendered prompts leave the model inside <think>");
+    static const struct {
+        const char *prompt;
+        bool opens;
+    } prompts[] = {
+        /* Qwen3-2507 thinking models' template */
+        {"<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n", true},
+        {"<|im_start|>assistant\n<think>", true},
+        /* Qwen3 hybrid models, enable_thinking false */
+        {"<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n", false},
+        /* Qwen3 hybrid models, thinking on: the model writes <think> itself */
+        {"<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", false},
+        {"think>\n", false},
+        {"", false},
+    };
+    for (size_t i = 0; i < sizeof prompts / sizeof prompts[0]; i++)
+        TEST_CHECK(qwen3_prompt_opens_reasoning(prompts[i].prompt, strlen(prompts[i].prompt)) == prompts[i].opens,
+                   "prompt %zu", i);
+}
+
 /* ------------------------------------------------------------ misuse */
 
 static void test_misuse(void) {
@@ -759,6 +783,7 @@ int main(void) {
     test_ids();
     test_limits();
     test_nomem();
+    test_prompt_detection();
     test_misuse();
     return test_summary();
 }

@@ -570,7 +570,7 @@ static json_result parse_call(qwen3_output *p, const char *s, size_t n) {
     return JSON_OK;
 }
 
-/* A closed block with body s[0, n) that parsed as a call: reported. */
+/* The call parse_call just appended, reported as BEGIN and ARGS deltas. */
 static bool report_call(qwen3_output *p) {
     size_t index = p->n_calls - 1;
     if (!add_pending(p, (pending_delta){.kind = QWEN3_DELTA_TOOL_BEGIN, .tool_index = index}) ||
@@ -753,6 +753,11 @@ static bool publish(qwen3_output *p, const qwen3_delta **deltas, size_t *n) {
 }
 
 /* ------------------------------------------------------------ API */
+
+bool qwen3_prompt_opens_reasoning(const char *prompt, size_t len) {
+    while (len > 0 && is_ws((unsigned char)prompt[len - 1])) len--;
+    return len >= LEN(TAG_THINK) && memcmp(prompt + len - LEN(TAG_THINK), TAG_THINK, LEN(TAG_THINK)) == 0;
+}
 
 qwen3_output *qwen3_output_new(const qwen3_output_options *opt) {
     qwen3_output_options o = opt ? *opt : (qwen3_output_options){0};

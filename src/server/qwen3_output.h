@@ -14,7 +14,9 @@
  * What comes out (the aggregate after finish, and the same text as deltas):
  *   reasoning   the text of the think blocks, ASCII whitespace stripped at
  *               both ends (llama.cpp's try_parse_reasoning does string_strip;
- *               vLLM's qwen3 parser does not strip); an unterminated block
+ *               vLLM's qwen3 parser does not strip; Qwen3's chat template,
+ *               re-reading history, strips only '\n', which is the same for
+ *               the "<think>\n...\n</think>\n\n" Qwen3 writes); an unterminated block
  *               stays reasoning; a tool call inside it is reasoning text
  *   content     the rest; whitespace right after "</think>" is dropped, and
  *               so is whitespace next to a tool-call block (before it, after
@@ -115,6 +117,13 @@ typedef struct qwen3_tool_call {
     char *arguments;       /* a JSON string's value (see above), NUL-terminated */
     size_t arguments_len;
 } qwen3_tool_call;
+
+/* Whether a rendered prompt leaves the model inside a think block: it ends
+ * with "<think>" and optional whitespace (the Qwen3-2507 thinking
+ * templates end with "<|im_start|>assistant\n<think>\n"; the hybrid
+ * models' template with thinking disabled ends with "</think>\n\n",
+ * which does not count). The value for options.starts_in_reasoning. */
+bool qwen3_prompt_opens_reasoning(const char *prompt, size_t len);
 
 /* A parser for one completion; NULL when out of memory. opt may be NULL. */
 qwen3_output *qwen3_output_new(const qwen3_output_options *opt);
