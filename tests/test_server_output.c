@@ -128,6 +128,12 @@ static const out_case cases[] = {
     {"unterminated call at the end", false, false, false,
      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"loc",
      NULL, "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"loc", 0, {{0}}},
+    /* vLLM's hermes parser (vllm/entrypoints/openai/tool_parsers/
+     * hermes_tool_parser.py, regex <tool_call>(.*?)</tool_call>|<tool_call>(.*))
+     * takes a whole call without its closing tag at the end as a call. */
+    {"whole call without its closing tag at the end (vLLM)", false, false, false,
+     "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+     NULL, "Let me check.", 1, {{"get_weather", "{\"city\":\"Paris\"}"}}},
     /* A rejected block is scanned again as content: think tags in it are
      * handled as anywhere else, and a good block inside it is a call. */
     {"think tag inside a malformed block", false, false, false,

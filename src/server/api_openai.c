@@ -276,24 +276,43 @@ static bool chat_tool_choice(const cJSON *body, const cJSON *tools, tool_mode *m
     return true;
 }
 
+/* Appends the ids of text to *ids (flags as inf_tokenize's). */
+static bool append_ids(server *srv, const char *text, int flags, int32_t **ids, size_t *n, param_error *e) {
+    int32_t *more = NULL;
+    size_t n_more = 0;
+    inf_error err = {0};
+    if (inf_tokenize(srv->tok, text, strlen(text), flags, &more, &n_more, &err)) return fail(e, "messages", err.msg);
+    int32_t *all = realloc(*ids, (*n + n_more + 1) * sizeof *all);
+    if (!all) {
+        free(more);
+        return fail(e, "messages", "out of memory");
+    }
+    memcpy(all + *n, more, n_more * sizeof *more);
+    *ids = all;
+    *n += n_more;
+    free(more);
+    return true;
+}
+
+static const char *last_of(const char *text, size_t len, const char *needle) {
+    const char *found = NULL;
+    size_t n = strlen(needle);
+    for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), needle, n)); p++) found = p;
+    return found;
+}
+
 bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, tool_mode mode, const char *tool_name,
                  bool continue_final, param_error *e) {
     server *srv = g->srv;
-    /* continue_final_message: the answer goes on from the last message's
-     * text, so the render stops right after it (vLLM's way) */
-    char *final_text = NULL;
     if (continue_final) {
         const cJSON *last = cJSON_GetArrayItem(messages, cJSON_GetArraySize(messages) - 1);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(last, "role");
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(last, "content");
-        if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant") || !cJSON_IsString(content) ||
-            !*content->valuestring) {
+        if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant")) {
             cJSON_Delete(messages);
             cJSON_Delete(tools);
-            return fail(e, "continue_final_message", "needs a last assistant message with text");
+            return fail(e, "continue_final_message", "needs a last assistant message");
         }
-        final_text = strdup(content->valuestring);
-        mode = mode == TOOLS_NONE ? TOOLS_NONE : TOOLS_AUTO;
+        if (mode != TOOLS_NONE) mode = TOOLS_AUTO;
     }
     cJSON *req = cJSON_CreateObject();
     cJSON_AddItemToObject(req, "messages", messages);
@@ -303,64 +322,68 @@ bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, to
     cJSON_AddBoolToObject(req, "enable_thinking", thinking);
     char *json = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
-    if (!json) {
-        free(final_text);
-        return fail(e, "messages", "out of memory");
-    }
+    if (!json) return fail(e, "messages", "out of memory");
+    /* request text never becomes control tokens; the template's markup does */
     char *text = NULL;
-    size_t len = 0;
+    size_t len = 0, n_ids = 0;
+    int32_t *ids = NULL;
     inf_error err = {0};
-    inf_status st = inf_chat_template_render(srv->tmpl, json, strlen(json), &text, &len, &err);
+    inf_status st = inf_chat_template_render_ids(srv->tmpl, srv->tok, json, strlen(json), &text, &len, &ids, &n_ids,
+                                                 &err);
     free(json);
-    if (st) {
-        free(final_text);
-        return fail(e, "messages", err.msg);
-    }
-    if (final_text) {
-        /* cut after the last occurrence of the final message's text */
-        size_t n = strlen(final_text);
-        const char *cut = NULL;
-        for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), final_text, n)); p++) cut = p;
-        if (!cut) {
-            free(final_text);
-            free(text);
-            return fail(e, "continue_final_message", "the template does not keep the last message's text as it is");
-        }
-        len = (size_t)(cut - text) + n;
-        g->forced_prefix = final_text;
-    }
-    /* whether the answer starts inside the reasoning: the prompt before
-     * what it holds of the answer ends with the opening tag */
-    size_t before = final_text ? len - strlen(final_text) : len;
-    g->starts_in_reasoning = before >= 8 && !memcmp(text + before - 8, "<think>\n", 8);
+    if (st) return fail(e, "messages", err.msg);
 
-    strbuf prompt = {0};
-    sb_append(&prompt, text, len);
-    free(text);
-    if (mode == TOOLS_REQUIRED || mode == TOOLS_NAMED) {
-        if (thinking) sb_puts(&prompt, "<think>\n\n</think>\n\n");
+    size_t answer_at = len; /* where the answer begins in text */
+    bool ok = true;
+    if (continue_final) {
+        /* the answer goes on from the last message: cut before its
+         * <|im_end|> (a control token, so the ids split there too) */
+        int32_t im_end = inf_tokenizer_find_special(srv->tok, "<|im_end|>");
+        const char *end_text = last_of(text, len, "<|im_end|>");
+        const char *turn = end_text ? last_of(text, (size_t)(end_text - text), "<|im_start|>assistant\n") : NULL;
+        size_t cut_ids = n_ids;
+        while (cut_ids > 0 && ids[cut_ids - 1] != im_end) cut_ids--;
+        if (!turn || im_end < 0 || cut_ids == 0) {
+            ok = fail(e, "continue_final_message", "the chat template does not end the last message with <|im_end|>");
+        } else {
+            n_ids = cut_ids - 1;
+            len = (size_t)(end_text - text);
+            answer_at = (size_t)(turn - text) + strlen("<|im_start|>assistant\n");
+            g->forced_prefix = strndup(text + answer_at, len - answer_at);
+            if (!g->forced_prefix) ok = fail(e, "messages", "out of memory");
+        }
+    }
+    g->starts_in_reasoning = qwen3_prompt_opens_reasoning(text, answer_at);
+    if (ok && (mode == TOOLS_REQUIRED || mode == TOOLS_NAMED)) {
+        /* our own markup, then the name (request text) without control tokens */
         strbuf forced = {0};
+        if (thinking && !g->starts_in_reasoning) ok = append_ids(srv, "<think>\n\n</think>\n\n", 0, &ids, &n_ids, e);
+        if (ok) ok = append_ids(srv, "<tool_call>\n", 0, &ids, &n_ids, e);
         sb_puts(&forced, "<tool_call>\n");
-        if (mode == TOOLS_NAMED) {
+        if (ok && mode == TOOLS_NAMED) {
             cJSON *n = cJSON_CreateString(tool_name);
             char *quoted = cJSON_PrintUnformatted(n);
             cJSON_Delete(n);
-            sb_printf(&forced, "{\"name\": %s, \"arguments\": ", quoted ? quoted : "\"\"");
+            strbuf call = {0};
+            sb_printf(&call, "{\"name\": %s, \"arguments\": ", quoted ? quoted : "\"\"");
             free(quoted);
+            ok = !call.failed && append_ids(srv, call.data, INF_TOKENIZE_NO_SPECIAL, &ids, &n_ids, e);
+            sb_append(&forced, call.data ? call.data : "", call.len);
+            sb_free(&call);
         }
-        sb_append(&prompt, forced.data, forced.len);
-        if (forced.failed) prompt.failed = true;
+        if (forced.failed) ok = fail(e, "messages", "out of memory");
         free(g->forced_prefix);
         g->forced_prefix = forced.data;
     }
-    if (prompt.failed) {
-        sb_free(&prompt);
-        return fail(e, "messages", "out of memory");
+    free(text);
+    if (!ok) {
+        free(ids);
+        return false;
     }
-    bool ok = tokenize_text(srv, prompt.data, prompt.len, true, &g->prompts[0], &g->prompt_lens[0], e, "messages");
-    sb_free(&prompt);
-    if (ok) g->n_prompt = g->prompt_lens[0];
-    return ok;
+    g->prompts[0] = ids;
+    g->prompt_lens[0] = n_ids;
+    g->n_prompt = n_ids;
+    return true;
 }
 
 /* ------------------------------------------------------------------ chat: replies */

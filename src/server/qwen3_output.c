@@ -702,18 +702,20 @@ static bool process(qwen3_output *p, bool at_end) {
             p->call_scanned = n - partial_suffix(s, n, TAG_CALL_END, LEN(TAG_CALL_END));
             return true;
         }
-        if (end) {
-            size_t k = (size_t)(end - s);
+        {
+            /* a block still open at the end of generation is a call when its
+             * body is a whole call (vLLM's hermes parser accepts it too) */
+            size_t k = end ? (size_t)(end - s) : n;
             json_result r = parse_call(p, s, k);
             if (r == JSON_NOMEM) return false;
             if (r == JSON_OK) {
                 if (!report_call(p)) return false;
-                buf_consume(&p->in, k + LEN(TAG_CALL_END));
+                buf_consume(&p->in, end ? k + LEN(TAG_CALL_END) : k);
                 p->state = STATE_CONTENT;
                 continue;
             }
         }
-        /* Not a call (malformed, or still open at the end of generation):
+        /* Not a call (malformed, or open at the end without a whole call):
          * "<tool_call>" is content, and the body (with "</tool_call>") is
          * scanned again as content, so that think tags in it are handled as
          * everywhere else and a good block inside it is still a call. */

@@ -31,8 +31,9 @@
  *               digits and strings their escapes); arguments given as a JSON
  *               string are that string, decoded; arguments missing or null
  *               are "{}". A block whose text is not one JSON object with a
- *               non-empty string "name" (no NUL) is not a call, nor is a block
- *               still open at finish: its "<tool_call>" is content and the
+ *               non-empty string "name" (no NUL) is not a call (a block still
+ *               open at finish is one when its text is a whole call, as
+ *               vLLM's hermes parser takes it): its "<tool_call>" is content and the
  *               rest is read again as content (so it is kept, think tags in
  *               it are handled as anywhere, a good block in it is a call).
  *               Each block stands alone: one
