@@ -119,7 +119,7 @@ for t in $TARGETS; do
     max_len=""
     case "$t" in
     fuzz_tokenizer) max_len="-max_len=8192" ;;
-    fuzz_chat_template) max_len="-max_len=16384" ;;
+    fuzz_chat_template|fuzz_server_request) max_len="-max_len=16384" ;;
     esac
     echo "fuzz.sh: $t for $what (corpus $corpus)"
     # -timeout: every input here runs in milliseconds; one that takes 20 s is a hang

@@ -500,54 +500,50 @@ static bool messages_prompt(generation *g, const cJSON *body, bool *thinking, bo
     return ok;
 }
 
-static int param_fail(http_exchange *ex, const param_error *e) {
-    return http_reply_error(ex, 400, e->param[0] ? e->param : NULL, NULL, "%s", e->msg);
-}
-
-int api_messages(http_exchange *ex, const cJSON *body) {
-    server *srv = ex->srv;
-    param_error e = {{0}, {0}};
+generation *messages_build(server *srv, http_exchange *ex, const cJSON *body, bool count_only, param_error *e) {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(body, "model");
-    if (model && !cJSON_IsString(model)) return http_reply_error(ex, 400, "model", NULL, "model must be a string");
+    if (model && !cJSON_IsString(model)) return reject(e, 400, "model", NULL, "model must be a string"), NULL;
     if (model && srv->opt.strict_model && strcmp(model->valuestring, srv->model_id))
-        return http_reply_error(ex, 404, "model", NULL, "model: '%s' does not exist; this server has '%s'",
-                                model->valuestring, srv->model_id);
-    bool count_only = !strcmp(ex->url, "/v1/messages/count_tokens");
+        return reject(e, 404, "model", NULL, "model: '%s' does not exist; this server has '%s'", model->valuestring,
+                      srv->model_id), NULL;
     /* thinking first: the sampling defaults are the model's for that mode */
     const cJSON *th = cJSON_GetObjectItemCaseSensitive(body, "thinking");
     const cJSON *th_type = cJSON_GetObjectItemCaseSensitive(th, "type");
     bool thinking = cJSON_IsString(th_type) && !strcmp(th_type->valuestring, "enabled");
-    request_params params;
-    if (!count_only && !params_parse(srv, body, true, thinking, &params, &e)) {
+    request_params params = {0};
+    if (!count_only && !params_parse(srv, body, true, thinking, &params, e)) {
         params_free(&params);
-        return param_fail(ex, &e);
+        return NULL;
     }
-    generation *g = generation_new(ex, &messages_api, 1, 1);
+    generation *g = generation_new(srv, ex, &messages_api, 1, 1);
     if (!g) {
-        if (!count_only) params_free(&params);
-        return http_reply_error(ex, 500, NULL, NULL, "out of memory");
+        params_free(&params);
+        return reject(e, 500, NULL, NULL, "out of memory"), NULL;
     }
-    if (!count_only) g->params = params;
+    g->params = params;
     g->model_name = model ? model->valuestring : srv->model_id;
     server_make_id(srv, "msg_", g->id, sizeof g->id);
     bool with_tools;
-    if (!messages_prompt(g, body, &thinking, &with_tools, &e)) {
+    if (!messages_prompt(g, body, &thinking, &with_tools, e) ||
+        (!count_only && !params_check_context(srv, g->n_prompt, g->params.req.max_tokens, e))) {
         generation_free(g);
-        return param_fail(ex, &e);
+        return NULL;
     }
-    if (count_only) {
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddNumberToObject(r, "input_tokens", (double)g->n_prompt);
+    if (!count_only && !gen_parsers(g, with_tools)) {
         generation_free(g);
-        return http_reply_cjson(ex, 200, r);
+        return reject(e, 500, NULL, NULL, "out of memory"), NULL;
     }
-    if (!params_check_context(srv, g->n_prompt, g->params.req.max_tokens, &e)) {
-        generation_free(g);
-        return param_fail(ex, &e);
-    }
-    if (!gen_parsers(g, with_tools)) {
-        generation_free(g);
-        return http_reply_error(ex, 500, NULL, NULL, "out of memory");
-    }
-    return generation_run(g);
+    return g;
+}
+
+int api_messages(http_exchange *ex, const cJSON *body) {
+    param_error e = {0};
+    bool count_only = !strcmp(ex->url, "/v1/messages/count_tokens");
+    generation *g = messages_build(ex->srv, ex, body, count_only, &e);
+    if (!g) return reply_rejected(ex, &e);
+    if (!count_only) return generation_run(g);
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "input_tokens", (double)g->n_prompt);
+    generation_free(g);
+    return http_reply_cjson(ex, 200, r);
 }

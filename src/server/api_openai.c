@@ -16,25 +16,16 @@
 
 /* The model the request names: a string or absent. With --strict-model an
  * unknown name is a 404. The reply names what the request named. */
-static bool request_model(http_exchange *ex, const cJSON *body, const char **name, int *res) {
+bool request_model(server *srv, const cJSON *body, const char **name, param_error *e) {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(body, "model");
-    *name = ex->srv->model_id;
+    *name = srv->model_id;
     if (!m || cJSON_IsNull(m)) return true;
-    if (!cJSON_IsString(m)) {
-        *res = http_reply_error(ex, 400, "model", "invalid_type", "model must be a string");
-        return false;
-    }
-    if (ex->srv->opt.strict_model && strcmp(m->valuestring, ex->srv->model_id)) {
-        *res = http_reply_error(ex, 404, "model", "model_not_found", "the model '%s' does not exist; this server has '%s'",
-                                m->valuestring, ex->srv->model_id);
-        return false;
-    }
+    if (!cJSON_IsString(m)) return reject(e, 400, "model", "invalid_type", "model must be a string");
+    if (srv->opt.strict_model && strcmp(m->valuestring, srv->model_id))
+        return reject(e, 404, "model", "model_not_found", "the model '%s' does not exist; this server has '%s'",
+                      m->valuestring, srv->model_id);
     *name = m->valuestring;
     return true;
-}
-
-static int param_fail(http_exchange *ex, const param_error *e) {
-    return http_reply_error(ex, 400, e->param[0] ? e->param : NULL, "invalid_value", "%s", e->msg);
 }
 
 static const char *finish_reason(const gen_choice *c) {
@@ -592,90 +583,73 @@ bool gen_parsers(generation *g, bool tools) {
     return true;
 }
 
-int api_chat_completions(http_exchange *ex, const cJSON *body) {
-    server *srv = ex->srv;
-    param_error e = {{0}, {0}};
+/* An optional boolean field. */
+static bool optional_bool(const cJSON *body, const char *name, bool *out, param_error *e) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, name);
+    if (!v || cJSON_IsNull(v)) return true;
+    if (!cJSON_IsBool(v)) return reject(e, 400, name, "invalid_type", "%s must be true or false", name);
+    *out = cJSON_IsTrue(v);
+    return true;
+}
+
+generation *chat_build(server *srv, http_exchange *ex, const cJSON *body, param_error *e) {
     const char *model;
-    int res;
-    if (!request_model(ex, body, &model, &res)) return res;
-    bool thinking;
-    if (!request_thinking(body, &thinking, &e)) return param_fail(ex, &e);
-    cJSON *messages = chat_messages(body, &e);
-    if (!messages) return param_fail(ex, &e);
+    bool thinking, logprobs = false, continue_final = false;
+    int top_logprobs = 0;
+    if (!request_model(srv, body, &model, e) || !request_thinking(body, &thinking, e) ||
+        !optional_bool(body, "logprobs", &logprobs, e) ||
+        !optional_bool(body, "continue_final_message", &continue_final, e))
+        return NULL;
+    const cJSON *tl = cJSON_GetObjectItemCaseSensitive(body, "top_logprobs");
+    if (tl && !cJSON_IsNull(tl)) {
+        if (!cJSON_IsNumber(tl) || tl->valuedouble < 0 || tl->valuedouble > 20 || tl->valuedouble != floor(tl->valuedouble))
+            return reject(e, 400, "top_logprobs", "invalid_value", "top_logprobs must be an integer from 0 to 20"), NULL;
+        if (!logprobs && tl->valueint > 0)
+            return reject(e, 400, "top_logprobs", "invalid_value", "top_logprobs needs logprobs: true"), NULL;
+        top_logprobs = tl->valueint;
+    }
+    cJSON *messages = chat_messages(body, e);
+    if (!messages) return NULL;
     cJSON *tools;
     tool_mode mode;
     const char *tool_name;
-    if (!chat_tools(body, &tools, &e) || !chat_tool_choice(body, tools, &mode, &tool_name, &e)) {
-        cJSON_Delete(messages);
-        cJSON_Delete(tools);
-        return param_fail(ex, &e);
-    }
-    bool logprobs = false;
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(body, "logprobs");
-    if (lp && !cJSON_IsNull(lp)) {
-        if (!cJSON_IsBool(lp)) {
-            cJSON_Delete(messages);
-            cJSON_Delete(tools);
-            return http_reply_error(ex, 400, "logprobs", "invalid_type", "logprobs must be true or false");
-        }
-        logprobs = cJSON_IsTrue(lp);
-    }
-    int top_logprobs = 0;
-    const cJSON *tl = cJSON_GetObjectItemCaseSensitive(body, "top_logprobs");
-    if (tl && !cJSON_IsNull(tl)) {
-        if (!cJSON_IsNumber(tl) || tl->valuedouble < 0 || tl->valuedouble > 20 || tl->valuedouble != floor(tl->valuedouble)) {
-            cJSON_Delete(messages);
-            cJSON_Delete(tools);
-            return http_reply_error(ex, 400, "top_logprobs", "invalid_value", "top_logprobs must be an integer from 0 to 20");
-        }
-        if (!logprobs && tl->valueint > 0) {
-            cJSON_Delete(messages);
-            cJSON_Delete(tools);
-            return http_reply_error(ex, 400, "top_logprobs", "invalid_value", "top_logprobs needs logprobs: true");
-        }
-        top_logprobs = tl->valueint;
-    }
-    bool continue_final = false;
-    const cJSON *cf = cJSON_GetObjectItemCaseSensitive(body, "continue_final_message");
-    if (cf && !cJSON_IsNull(cf)) {
-        if (!cJSON_IsBool(cf)) {
-            cJSON_Delete(messages);
-            cJSON_Delete(tools);
-            return http_reply_error(ex, 400, "continue_final_message", "invalid_type",
-                                    "continue_final_message must be true or false");
-        }
-        continue_final = cJSON_IsTrue(cf);
-    }
-    request_params params;
-    bool with_tools = tools && mode != TOOLS_NONE;
-    if (!params_parse(srv, body, false, thinking, &params, &e)) {
+    request_params params = {0};
+    if (!chat_tools(body, &tools, e) || !chat_tool_choice(body, tools, &mode, &tool_name, e) ||
+        !params_parse(srv, body, false, thinking, &params, e)) {
         params_free(&params);
         cJSON_Delete(messages);
         cJSON_Delete(tools);
-        return param_fail(ex, &e);
+        return NULL;
     }
-    generation *g = generation_new(ex, &chat_api, 1, params.req.n);
+    bool with_tools = tools && mode != TOOLS_NONE;
+    generation *g = generation_new(srv, ex, &chat_api, 1, params.req.n);
     if (!g) {
         params_free(&params);
         cJSON_Delete(messages);
         cJSON_Delete(tools);
-        return http_reply_error(ex, 500, NULL, NULL, "out of memory");
+        return reject(e, 500, NULL, NULL, "out of memory"), NULL;
     }
     g->params = params;
     g->model_name = model;
     g->logprobs = logprobs;
     g->top_logprobs = top_logprobs;
     server_make_id(srv, "chatcmpl-", g->id, sizeof g->id);
-    if (!chat_prompt(g, messages, tools, thinking, mode, tool_name, continue_final, &e) ||
-        !params_check_context(srv, g->n_prompt, g->params.req.max_tokens, &e)) {
+    if (!chat_prompt(g, messages, tools, thinking, mode, tool_name, continue_final, e) ||
+        !params_check_context(srv, g->n_prompt, g->params.req.max_tokens, e)) {
         generation_free(g);
-        return param_fail(ex, &e);
+        return NULL;
     }
     if (!gen_parsers(g, with_tools)) {
         generation_free(g);
-        return http_reply_error(ex, 500, NULL, NULL, "out of memory");
+        return reject(e, 500, NULL, NULL, "out of memory"), NULL;
     }
-    return generation_run(g);
+    return g;
+}
+
+int api_chat_completions(http_exchange *ex, const cJSON *body) {
+    param_error e = {0};
+    generation *g = chat_build(ex->srv, ex, body, &e);
+    return g ? generation_run(g) : reply_rejected(ex, &e);
 }
 
 /* ------------------------------------------------------------------ completions */
@@ -817,43 +791,36 @@ static bool is_id_array(const cJSON *a) {
     return cJSON_IsArray(a) && cJSON_GetArraySize(a) > 0 && cJSON_IsNumber(cJSON_GetArrayItem(a, 0));
 }
 
-int api_completions(http_exchange *ex, const cJSON *body) {
-    server *srv = ex->srv;
-    param_error e = {{0}, {0}};
+generation *completions_build(server *srv, http_exchange *ex, const cJSON *body, param_error *e) {
     const char *model;
-    int res;
-    if (!request_model(ex, body, &model, &res)) return res;
+    if (!request_model(srv, body, &model, e)) return NULL;
     const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(body, "prompt");
     if (!prompt || !(cJSON_IsString(prompt) || cJSON_IsArray(prompt)) ||
         (cJSON_IsArray(prompt) && cJSON_GetArraySize(prompt) == 0))
-        return http_reply_error(ex, 400, "prompt", "invalid_value",
-                                "prompt must be a string, an array of token ids, or a non-empty list of them");
+        return reject(e, 400, "prompt", "invalid_value",
+                      "prompt must be a string, an array of token ids, or a non-empty list of them"), NULL;
     bool single = cJSON_IsString(prompt) || is_id_array(prompt);
     int n_prompts = single ? 1 : cJSON_GetArraySize(prompt);
-    if (n_prompts > 64) return http_reply_error(ex, 400, "prompt", "invalid_value", "at most 64 prompts");
+    if (n_prompts > 64) return reject(e, 400, "prompt", "invalid_value", "at most 64 prompts"), NULL;
     int logprobs = -1;
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(body, "logprobs");
     if (lp && !cJSON_IsNull(lp)) {
         if (!cJSON_IsNumber(lp) || lp->valuedouble < 0 || lp->valuedouble > 20 || lp->valuedouble != floor(lp->valuedouble))
-            return http_reply_error(ex, 400, "logprobs", "invalid_value", "logprobs must be an integer from 0 to 20");
+            return reject(e, 400, "logprobs", "invalid_value", "logprobs must be an integer from 0 to 20"), NULL;
         logprobs = lp->valueint;
     }
     bool echo = false;
-    const cJSON *ec = cJSON_GetObjectItemCaseSensitive(body, "echo");
-    if (ec && !cJSON_IsNull(ec)) {
-        if (!cJSON_IsBool(ec)) return http_reply_error(ex, 400, "echo", "invalid_type", "echo must be true or false");
-        echo = cJSON_IsTrue(ec);
-    }
-    request_params params;
-    if (!params_parse(srv, body, false, false, &params, &e)) {
+    if (!optional_bool(body, "echo", &echo, e)) return NULL;
+    request_params params = {0};
+    if (!params_parse(srv, body, false, false, &params, e)) {
         params_free(&params);
-        return param_fail(ex, &e);
+        return NULL;
     }
-    generation *g = generation_new(ex, &completion_api, n_prompts, params.req.n);
+    generation *g = generation_new(srv, ex, &completion_api, n_prompts, params.req.n);
     if (!g || (echo && !(g->echo = calloc((size_t)n_prompts, sizeof *g->echo)))) {
         params_free(&params);
         generation_free(g);
-        return http_reply_error(ex, 500, NULL, NULL, "out of memory");
+        return reject(e, 500, NULL, NULL, "out of memory"), NULL;
     }
     g->params = params;
     g->model_name = model;
@@ -864,11 +831,11 @@ int api_completions(http_exchange *ex, const cJSON *body) {
         char param[32];
         snprintf(param, sizeof param, single ? "prompt" : "prompt[%d]", i);
         const cJSON *item = single ? prompt : cJSON_GetArrayItem(prompt, i);
-        if (!prompt_item(srv, item, &g->prompts[i], &g->prompt_lens[i], param, &e) ||
-            !params_check_context(srv, g->prompt_lens[i], g->params.req.max_tokens, &e)) {
-            if (!strcmp(e.param, "messages")) snprintf(e.param, sizeof e.param, "%s", param);
+        if (!prompt_item(srv, item, &g->prompts[i], &g->prompt_lens[i], param, e) ||
+            !params_check_context(srv, g->prompt_lens[i], g->params.req.max_tokens, e)) {
+            snprintf(e->param, sizeof e->param, "%s", param);
             generation_free(g);
-            return param_fail(ex, &e);
+            return NULL;
         }
         g->n_prompt += g->prompt_lens[i];
         if (echo) {
@@ -877,10 +844,14 @@ int api_completions(http_exchange *ex, const cJSON *body) {
             inf_error err = {0};
             if (inf_detokenize(srv->tok, g->prompts[i], g->prompt_lens[i], &text, &len, &err)) {
                 generation_free(g);
-                return http_reply_error(ex, 400, param, "invalid_value", "%s", err.msg);
+                return reject(e, 400, param, "invalid_value", "%s", err.msg), NULL;
             }
             g->echo[i] = utf8_sanitize(text, len);
             free(text);
+            if (!g->echo[i]) {
+                generation_free(g);
+                return reject(e, 500, NULL, NULL, "out of memory"), NULL;
+            }
         }
     }
     for (int i = 0; i < g->n_choices && g->logprobs; i++) {
@@ -890,7 +861,13 @@ int api_completions(http_exchange *ex, const cJSON *body) {
         c->lp_top = cJSON_CreateArray();
         c->lp_offsets = cJSON_CreateArray();
     }
-    return generation_run(g);
+    return g;
+}
+
+int api_completions(http_exchange *ex, const cJSON *body) {
+    param_error e = {0};
+    generation *g = completions_build(ex->srv, ex, body, &e);
+    return g ? generation_run(g) : reply_rejected(ex, &e);
 }
 
 /* ------------------------------------------------------------------ models, tokenize, detokenize */
@@ -926,9 +903,9 @@ int api_tokenize(http_exchange *ex, const cJSON *body) {
     pieces = wp && cJSON_IsTrue(wp);
     int32_t *ids = NULL;
     size_t n = 0;
-    param_error e = {{0}, {0}};
+    param_error e = {0};
     if (!tokenize_text(srv, content->valuestring, strlen(content->valuestring), special, &ids, &n, &e, "content"))
-        return param_fail(ex, &e);
+        return reply_rejected(ex, &e);
     cJSON *r = cJSON_CreateObject();
     cJSON *tokens = cJSON_AddArrayToObject(r, "tokens");
     for (size_t i = 0; i < n; i++) {
@@ -953,10 +930,10 @@ int api_detokenize(http_exchange *ex, const cJSON *body) {
     if (!cJSON_IsArray(tokens)) return http_reply_error(ex, 400, "tokens", "invalid_type", "tokens must be an array of ids");
     int32_t *ids = NULL;
     size_t n = 0;
-    param_error e = {{0}, {0}};
+    param_error e = {0};
     if (cJSON_GetArraySize(tokens) > 0 && !prompt_item(srv, tokens, &ids, &n, "tokens", &e)) {
         free(ids);
-        return param_fail(ex, &e);
+        return reply_rejected(ex, &e);
     }
     char *text = NULL;
     size_t len = 0;

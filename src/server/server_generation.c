@@ -69,11 +69,11 @@ static bool all_done(const generation *g) {
     return true;
 }
 
-generation *generation_new(http_exchange *ex, const gen_api *api, int n_prompts, int n) {
+generation *generation_new(server *srv, http_exchange *ex, const gen_api *api, int n_prompts, int n) {
     generation *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->ex = ex;
-    g->srv = ex->srv;
+    g->srv = srv;
     g->api = api;
     g->n_prompts = n_prompts;
     g->n_choices = n_prompts * n;

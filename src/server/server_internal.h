@@ -180,11 +180,20 @@ void jobs_cancel_all(server *srv);
 
 /* ------------------------------------------------------------------ request fields (server_params.c) */
 
-/* A 400 that names the field; built by the parsers below. */
+/* A refused request: status (0 = 400), the field it names, an error code,
+ * the message. Built by the parsers and the request builders. */
 typedef struct param_error {
+    int status;
     char param[96];
+    char code[48];
     char msg[1024];
 } param_error;
+
+/* Fills e; returns false (for `return reject(...)`). */
+bool reject(param_error *e, int status, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Queues e as the reply. */
+int reply_rejected(http_exchange *ex, const param_error *e);
 
 /* Reads the sampling fields shared by the APIs into req->sampling (over the
  * model's defaults), plus max_tokens (both names), stop, seed, n,
@@ -275,7 +284,7 @@ struct generation {
 
 /* A generation for n_prompts prompts of n completions each (calloc'd,
  * choices indexed); NULL when out of memory. */
-generation *generation_new(http_exchange *ex, const gen_api *api, int n_prompts, int n);
+generation *generation_new(server *srv, http_exchange *ex, const gen_api *api, int n_prompts, int n);
 /* Frees g and everything it owns (before generation_run only). */
 void generation_free(generation *g);
 /* g's prompts, params and choices' parsers are set by the caller before.
@@ -294,10 +303,19 @@ typedef enum tool_mode { TOOLS_AUTO, TOOLS_NONE, TOOLS_REQUIRED, TOOLS_NAMED } t
  * assistant message's text. */
 bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, tool_mode mode, const char *tool_name,
                  bool continue_final, param_error *e);
+/* The request's model field (a 404 for another name with --strict-model). */
+bool request_model(server *srv, const cJSON *body, const char **name, param_error *e);
 /* chat_template_kwargs.enable_thinking, else enable_thinking, else true. */
 bool request_thinking(const cJSON *body, bool *thinking, param_error *e);
 /* Creates each choice's output parser (and its logprobs array). */
 bool gen_parsers(generation *g, bool tools);
+
+/* The request builders: a body to a generation ready to run (ex may be NULL:
+ * the fuzz target builds without a connection), or NULL with e filled. */
+generation *chat_build(server *srv, http_exchange *ex, const cJSON *body, param_error *e);
+generation *completions_build(server *srv, http_exchange *ex, const cJSON *body, param_error *e);
+/* count_only: /v1/messages/count_tokens (g->n_prompt is the answer). */
+generation *messages_build(server *srv, http_exchange *ex, const cJSON *body, bool count_only, param_error *e);
 
 /* ------------------------------------------------------------------ handlers */
 

@@ -18,6 +18,7 @@ enum { MAX_STOPS = 16, MAX_CHOICES = 16, MAX_STOP_BYTES = 1024 };
 
 static bool fail(param_error *e, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool fail(param_error *e, const char *param, const char *fmt, ...) {
+    e->status = 400;
     snprintf(e->param, sizeof e->param, "%s", param);
     va_list ap;
     va_start(ap, fmt);
@@ -117,6 +118,23 @@ static uint64_t fresh_seed(void) {
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
     return x ^ (x >> 33);
+}
+
+bool reject(param_error *e, int status, const char *param, const char *code, const char *fmt, ...) {
+    e->status = status;
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+int reply_rejected(http_exchange *ex, const param_error *e) {
+    int status = e->status ? e->status : 400;
+    return http_reply_error(ex, status, e->param[0] ? e->param : NULL,
+                            e->code[0] ? e->code : status == 400 ? "invalid_value" : NULL, "%s", e->msg);
 }
 
 bool params_parse(server *srv, const cJSON *body, bool anthropic, bool thinking, request_params *p, param_error *e) {
