@@ -531,8 +531,9 @@ int server_run(const server_options *opt) {
     struct sockaddr_storage addr;
     memset(&addr, 0, sizeof addr);
     socklen_t addr_len;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+    /* no MHD_USE_ERROR_LOG: its lines (a client gone mid-stream) are not
+     * errors of ours; the request's log line says what happened */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
     struct sockaddr_in *a4 = (struct sockaddr_in *)&addr;
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&addr;
     if (inet_pton(AF_INET, opt->host, &a4->sin_addr) == 1) {
