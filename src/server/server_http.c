@@ -99,12 +99,9 @@ static const char *anthropic_error_type(int status) {
     }
 }
 
-int http_reply_error(http_exchange *ex, int status, const char *param, const char *code, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
+/* The error object of ex's API; Retry-After: 1 when retry. */
+static int reply_error_object(http_exchange *ex, int status, const char *param, const char *code, const char *msg,
+                              bool retry) {
     cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
     if (ex->anthropic) {
         cJSON_AddStringToObject(root, "type", "error");
@@ -119,25 +116,7 @@ int http_reply_error(http_exchange *ex, int status, const char *param, const cha
         else cJSON_AddNullToObject(e, "code");
     }
     cJSON_AddItemToObject(root, "error", e);
-    return http_reply_cjson(ex, status, root);
-}
-
-/* Retry-After rides on 429 and 503 replies. */
-static int reply_retry_later(http_exchange *ex, int status, const char *code, const char *msg) {
-    char *text;
-    cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
-    if (ex->anthropic) {
-        cJSON_AddStringToObject(root, "type", "error");
-        cJSON_AddStringToObject(e, "type", anthropic_error_type(status));
-        cJSON_AddStringToObject(e, "message", msg);
-    } else {
-        cJSON_AddStringToObject(e, "message", msg);
-        cJSON_AddStringToObject(e, "type", openai_error_type(status));
-        cJSON_AddNullToObject(e, "param");
-        cJSON_AddStringToObject(e, "code", code);
-    }
-    cJSON_AddItemToObject(root, "error", e);
-    text = cJSON_PrintUnformatted(root);
+    char *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!text) return MHD_NO;
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
@@ -146,8 +125,22 @@ static int reply_retry_later(http_exchange *ex, int status, const char *code, co
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", "application/json");
-    MHD_add_response_header(r, "Retry-After", "1");
+    if (retry) MHD_add_response_header(r, "Retry-After", "1");
     return queue(ex, status, r);
+}
+
+int http_reply_error(http_exchange *ex, int status, const char *param, const char *code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return reply_error_object(ex, status, param, code, msg, status == 429 || status == 503);
+}
+
+/* 429 and 503 say when to come back. */
+static int reply_retry_later(http_exchange *ex, int status, const char *code, const char *msg) {
+    return reply_error_object(ex, status, NULL, code, msg, true);
 }
 
 typedef struct stream_ctx {
