@@ -4,8 +4,10 @@
  *     lengths, joining and leaving between steps, with the prefix cache on
  *     and off, on every kernel path this CPU runs and 1, 2 and 3 threads:
  *     every generated token's logits are bit-identical to the same request
- *     run alone (Q8_0 weights; F32 weights with the prefix cache off, where
- *     prompt chunks are the same);
+ *     run alone, for all four weight types;
+ *   - short suffixes: prompts whose cached prefix leaves 1 to 40 tokens to
+ *     prefill (either side of every kernel threshold) against the same
+ *     prompts cold;
  *   - parallel sampling: completion i of an n-request equals the request
  *     run alone with seed + i;
  *   - the engine against a session (the golden-tested path): bit-identical
@@ -34,7 +36,16 @@
 
 enum { N_VOCAB = 512, MAX_GEN = 16, MAX_REQ = 16, MAX_PROMPT = 96 };
 
-static char path_q8[256], path_f32[256];
+/* One model per weight type, the same geometry and seed. */
+static const inf_dtype weight_types[4] = {INF_DTYPE_Q8_0, INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_BF16};
+static char paths[4][256];
+#define path_q8 paths[0]
+
+static const char *model_path(inf_dtype type) {
+    for (int i = 0; i < 4; i++)
+        if (weight_types[i] == type) return paths[i];
+    return paths[0];
+}
 
 static uint64_t rng_state = 20261201;
 static uint32_t rnd(uint32_t n) { return (uint32_t)(test_rng_next(&rng_state) % n); }
@@ -155,6 +166,13 @@ static void engine_opts(inf_engine_options *o, bool prefix, int block_size, int 
     o->no_prefix_cache = !prefix;
 }
 
+static void step_until_idle(inf_engine *e) {
+    bool busy = true;
+    inf_error err;
+    for (int i = 0; busy && i < 10000; i++)
+        if (inf_engine_step(e, &busy, &err)) break;
+}
+
 /* Runs the specs: each submitted before its submit_step; until all done. */
 static bool run_specs(inf_model *m, const inf_engine_options *eo, const req_spec *specs, int n, outcome *out) {
     inf_engine *e = NULL;
@@ -216,7 +234,7 @@ static void test_invariance(const char *isa, int threads, inf_dtype type, bool p
     char what[160];
     snprintf(what, sizeof what, "invariance %s t=%d %s prefix=%s", isa, threads, inf_dtype_name(type), prefix ? "on" : "off");
     test_begin(what);
-    inf_model *m = load(type == INF_DTYPE_Q8_0 ? path_q8 : path_f32, threads, INF_KV_F16);
+    inf_model *m = load(model_path(type), threads, INF_KV_F16);
     if (!m) return;
     enum { ROUNDS = 2 };
     for (int round = 0; round < ROUNDS; round++) {
@@ -245,6 +263,55 @@ static void test_invariance(const char *isa, int threads, inf_dtype type, bool p
         }
         for (int i = 0; i < n; i++) outcome_free(&alone[i]), outcome_free(&mixed[i]);
     }
+    inf_model_free(m);
+}
+
+/* A prompt whose first 24 tokens are cached leaves a chunk of k tokens
+ * to prefill; cold, the same prompt runs as chunks of 32 and the rest.
+ * Every k from 1 to 40 crosses the kernels' token thresholds (the gemm's
+ * 8, the AMX tiles' 16 and 32) on one side or the other: the logits of
+ * the prompt and of the decode steps after it must be bit-identical. */
+static void test_short_suffixes(const char *isa, inf_dtype type) {
+    char what[160];
+    snprintf(what, sizeof what, "short suffixes after a prefix hit %s %s", isa, inf_dtype_name(type));
+    test_begin(what);
+    inf_model *m = load(model_path(type), 2, INF_KV_F16);
+    if (!m) return;
+    enum { STEM = 24, MAX_SUFFIX = 40 };
+    req_spec stem = {.n_prompt = STEM, .max_tokens = 1, .n = 1};
+    for (int i = 0; i < STEM; i++) stem.prompt[i] = (int32_t)rnd(N_VOCAB);
+    inf_engine_options eo;
+    engine_opts(&eo, true, 16, 32);
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    bool ok = TEST_CHECK(inf_engine_new(m, &eo, &e, &err) == INF_OK, "engine: %s", err.msg);
+    for (int k = 1; ok && k <= MAX_SUFFIX; k++) {
+        outcome first, cached, cold;
+        outcome_init(&first), outcome_init(&cached), outcome_init(&cold);
+        req_spec sp = stem; /* the stem, then k tokens no earlier prompt had */
+        sp.n_prompt = STEM + k;
+        sp.max_tokens = 3;
+        sp.prompt[STEM] = (int32_t)k; /* no earlier suffix starts so */
+        for (int i = STEM + 1; i < sp.n_prompt; i++) sp.prompt[i] = (int32_t)rnd(N_VOCAB);
+        inf_request r;
+        make_request(&stem, &first, &r); /* caches the stem (again: earlier suffixes' blocks may be evicted) */
+        ok = TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit: %s", err.msg);
+        step_until_idle(e);
+        make_request(&sp, &cached, &r);
+        ok = ok && TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit: %s", err.msg);
+        step_until_idle(e);
+        ok = ok && TEST_CHECK(cached.c[0].n_cached == STEM, "suffix %d: %d prompt tokens came from the cache", k,
+                              cached.c[0].n_cached);
+        inf_engine_options cold_opts;
+        engine_opts(&cold_opts, false, 16, 32);
+        ok = ok && run_specs(m, &cold_opts, &sp, 1, &cold);
+        char w[200];
+        snprintf(w, sizeof w, "%s: suffix of %d after %d cached", what, sp.n_prompt - cached.c[0].n_cached,
+                 cached.c[0].n_cached);
+        ok = ok && same_completion(&cold.c[0], &cached.c[0], w);
+        outcome_free(&first), outcome_free(&cached), outcome_free(&cold);
+    }
+    inf_engine_free(e);
     inf_model_free(m);
 }
 
@@ -495,13 +562,6 @@ static void test_accounting(bool prefix) {
     inf_model_free(m);
 }
 
-static void step_until_idle(inf_engine *e) {
-    bool busy = true;
-    inf_error err;
-    for (int i = 0; busy && i < 10000; i++)
-        if (inf_engine_step(e, &busy, &err)) break;
-}
-
 static void test_queue_and_cancel(void) {
     test_begin("queueing, refusal, cancellation");
     inf_model *m = load(path_q8, 2, INF_KV_F16);
@@ -676,10 +736,10 @@ int main(void) {
     const char *dir = test_tmpdir("engine");
     if (!dir) return 1;
     atexit(test_tmpdir_remove);
-    snprintf(path_q8, sizeof path_q8, "%s/q8.gguf", dir);
-    snprintf(path_f32, sizeof path_f32, "%s/f32.gguf", dir);
-    write_model(path_q8, INF_DTYPE_Q8_0);
-    write_model(path_f32, INF_DTYPE_F32);
+    for (int i = 0; i < 4; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s.gguf", dir, inf_dtype_name(weight_types[i]));
+        if (i == 0 || !threads_only) write_model(paths[i], weight_types[i]);
+    }
     if (!threads_only) {
         static const char *isas[] = {"ref", "avx2", "avx512", "avx512+amx", "neon"};
         for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
@@ -692,11 +752,12 @@ int main(void) {
                 continue;
             }
             inf_model_free(probe);
-            for (int t = 1; t <= 3; t++) {
-                test_invariance(isas[i], t, INF_DTYPE_Q8_0, true);
-                test_invariance(isas[i], t, INF_DTYPE_Q8_0, false);
-                if (t == 2) test_invariance(isas[i], t, INF_DTYPE_F32, false);
-            }
+            for (int t = 1; t <= 3; t++)
+                for (int k = 0; k < 4; k++) {
+                    test_invariance(isas[i], t, weight_types[k], true);
+                    if (k == 0 || t == 2) test_invariance(isas[i], t, weight_types[k], false);
+                }
+            for (int k = 0; k < 4; k++) test_short_suffixes(isas[i], weight_types[k]);
         }
         unsetenv("INFERNO_ISA");
         test_prefix_hits();

@@ -192,7 +192,6 @@ static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type) {
      * weights, so it is as exact a case as F32 KV). */
     const cJSON *want = gq8 ? gq8 : g;
     if (gq8) tol = 1e-3;
-    double min_margin = b->f32_tol > 0 && kv_type != INF_KV_F16 ? 1e-2 : 2 * tol;
 
     inf_load_options opt;
     inf_load_options_default(&opt);
@@ -203,6 +202,17 @@ static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type) {
     if (!TEST_CHECK(inf_model_load(path, &opt, &m, &err) == INF_OK, "load %s: %s", path, err.msg)) goto done;
     inf_model_info info;
     inf_model_get_info(m, &info);
+    /* BF16 prompt rows on the AMX tiles: 2x. The tile unit rounds its dot
+     * products its own way (no order of f32 FMAs reproduces it: measured
+     * against VDPBF16PS chains, either pair order, and per-step exact
+     * sums), one more source of flipped activation roundings; every
+     * prompt row runs on the tiles however short the prompt (batch
+     * invariance, matmul_amx.c), and on p1 (14 tokens) position 5 lands at
+     * 1.56x the spread (avx512: 0.85x, avx2: 1.08x, ref: 5e-5x). */
+    if (b->f32_tol == 0 && kv_type == INF_KV_F32 && info.weight_type == INF_DTYPE_BF16 &&
+        strcmp(info.isa, "avx512+amx") == 0)
+        tol = 2 * spread;
+    const double min_margin = b->f32_tol > 0 && kv_type != INF_KV_F16 ? 1e-2 : 2 * tol;
     int n_vocab = info.n_vocab;
     if (!TEST_CHECK(dump_len == (size_t)n_vocab * sizeof(float), "final.f32 has %zu bytes", dump_len)) goto done;
 

@@ -11,11 +11,16 @@
  * Thread-count independence: a kernel must compute each output element by
  * the same operations wherever the element falls in the task's range (no
  * special remainder arithmetic), so any split gives bit-identical results.
- * Token-count independence is not promised: a matmul of one token (matvec)
- * and of many (gemm) sum in different orders, so the last row of a
- * many-token product may differ from the same row computed alone by
- * rounding (~1e-6 relative), except for Q8_0 on AVX2, AVX-512 and AMX, whose
- * gemms keep ref.c's order.
+ * Token-count independence: each matmul kernel computes a token's row by
+ * the same operations however many tokens the call holds and wherever
+ * the token falls in a tile (the tile's token count is a compile-time
+ * variant of the same sums, or a hardware tile whose rows are
+ * independent). The matvec and the gemm sum in different orders, so a row
+ * may differ between the two by rounding (~1e-6 relative): cpu.c runs
+ * decode rows on the matvec and prefill rows on the gemm whatever their
+ * count (ops.h, matmul: batch invariance), except where the two agree
+ * (matvec_exact_q8_0; no ISA sets it today: the Q8_0 matvecs scale lanes
+ * of partial dots, the gemms keep ref.c's order).
  *
  * Numerics against ref.c (the budgets tests/test_kernels.c enforces):
  *   - matmul Q8_0: activations quantized exactly as inf_quantize_row_q8_0,
