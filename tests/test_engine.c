@@ -484,6 +484,81 @@ static void test_kv_cache(void) {
     inf_model_free(m);
 }
 
+/* Random sequences through a small pool, as the engine drives it: match
+ * the longest prefix, copy a partly matched block, allocate the rest
+ * (evicting), hold it a while, then insert and release. After every step
+ * kv_cache_check walks the tree: counts, and an eviction heap that holds
+ * exactly the evictable leaves in LRU order. */
+static void test_kv_cache_churn(void) {
+    test_begin("kv cache: bookkeeping and the eviction heap under churn");
+    inf_model *m = load(path_q8, 1, INF_KV_F16);
+    if (!m) return;
+    enum { BS = 4, N_BLOCKS = 24, LIVE = 3, MAX_TOK = 44, MAX_B = MAX_TOK / BS };
+    kv_cache c;
+    inf_error err = {0};
+    if (!TEST_CHECK(kv_cache_init(&c, m, BS, N_BLOCKS, true, &err) == INF_OK, "init: %s", err.msg)) {
+        inf_model_free(m);
+        return;
+    }
+    typedef struct held_seq {
+        int32_t tokens[MAX_TOK], blocks[MAX_B];
+        int n, n_blocks;
+    } held_seq;
+    held_seq live[LIVE];
+    memset(live, 0, sizeof live);
+    int32_t stems[4][MAX_TOK];
+    for (int i = 0; i < 4; i++)
+        for (int t = 0; t < MAX_TOK; t++) stems[i][t] = (int32_t)rnd(64);
+    bool ok = true;
+    int refused = 0;
+    for (int it = 0; it < 4000 && ok; it++) {
+        held_seq *sq = &live[rnd(LIVE)];
+        if (sq->n_blocks) { /* it finishes: its tokens go to the tree */
+            kv_cache_insert(&c, sq->tokens, sq->n, sq->blocks);
+            for (int i = 0; i < sq->n_blocks; i++) kv_cache_unref(&c, sq->blocks[i]);
+            sq->n_blocks = 0;
+            ok = TEST_CHECK(kv_cache_check(&c), "iteration %d: after a release", it);
+        }
+        sq->n = 1 + (int)rnd(MAX_TOK);
+        memcpy(sq->tokens, stems[rnd(4)], sizeof sq->tokens);
+        for (int t = (int)rnd((uint32_t)sq->n + 1); t < sq->n; t++) sq->tokens[t] = (int32_t)rnd(64);
+        const int hit = kv_cache_match(&c, sq->tokens, sq->n, sq->blocks);
+        sq->n_blocks = (hit + BS - 1) / BS;
+        bool fits = true;
+        if (hit % BS) { /* the partly matched block is copied before it is written */
+            const int32_t copy = kv_cache_alloc(&c);
+            if (copy >= 0) {
+                kv_cache_unref(&c, sq->blocks[sq->n_blocks - 1]);
+                sq->blocks[sq->n_blocks - 1] = copy;
+            }
+            fits = copy >= 0;
+        }
+        while (fits && sq->n_blocks * BS < sq->n) {
+            const int32_t b = kv_cache_alloc(&c);
+            if (b >= 0) sq->blocks[sq->n_blocks++] = b;
+            fits = b >= 0;
+        }
+        if (!fits) { /* the pool is held: this one gives up */
+            for (int i = 0; i < sq->n_blocks; i++) kv_cache_unref(&c, sq->blocks[i]);
+            sq->n_blocks = 0;
+            refused++;
+        }
+        ok = ok && TEST_CHECK(kv_cache_check(&c), "iteration %d: after an admission", it);
+    }
+    for (int i = 0; i < LIVE; i++) {
+        kv_cache_insert(&c, live[i].tokens, live[i].n, live[i].blocks);
+        for (int k = 0; k < live[i].n_blocks; k++) kv_cache_unref(&c, live[i].blocks[k]);
+    }
+    TEST_CHECK(kv_cache_check(&c), "after the last release");
+    TEST_CHECK(c.n_free + c.n_evictable == N_BLOCKS, "every block free or evictable: %d + %d", c.n_free, c.n_evictable);
+    TEST_CHECK(c.evictions > 100 && c.hit_tokens > 0, "the churn evicted (%llu) and hit (%llu tokens); %d refused",
+               (unsigned long long)c.evictions, (unsigned long long)c.hit_tokens, refused);
+    while (kv_cache_alloc(&c) >= 0) {} /* everything can be evicted */
+    TEST_CHECK(c.n_nodes == 0 && kv_cache_check(&c), "the tree empties: %d nodes left", c.n_nodes);
+    kv_cache_free(&c);
+    inf_model_free(m);
+}
+
 /* ------------------------------------------------------------------ accounting, queueing, cancelling */
 
 typedef struct churn {
@@ -764,6 +839,7 @@ int main(void) {
         test_parallel_sampling();
         test_engine_vs_session();
         test_kv_cache();
+        test_kv_cache_churn();
         test_accounting(true);
         test_accounting(false);
         test_queue_and_cancel();
