@@ -24,6 +24,7 @@
 #include "engine/kv_cache.h"
 #include "harness.h"
 #include "inferno.h"
+#include "tiny_model.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,8 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define TOKENIZER_JSON "data/qwen3-tokenizer/tokenizer.json"
 
 enum { N_VOCAB = 512, MAX_GEN = 16, MAX_REQ = 16, MAX_PROMPT = 96 };
 
@@ -52,18 +51,9 @@ static uint32_t rnd(uint32_t n) { return (uint32_t)(test_rng_next(&rng_state) % 
 
 static void write_model(const char *path, inf_dtype type) {
     inf_synth_options o;
-    inf_synth_options_default(&o);
-    o.n_layer = 2;
-    o.n_embd = 64;
-    o.n_ff = 96;
-    o.n_head = 4;
-    o.n_head_kv = 2;
+    test_tiny_model_options(&o);
     o.head_dim = 32;
-    o.n_ctx_train = 1024;
     o.weight_type = type;
-    o.tokenizer_json = TOKENIZER_JSON;
-    o.tokenizer_config_json = NULL;
-    o.n_vocab = N_VOCAB;
     o.seed = 11;
     inf_error err = {0};
     if (inf_synth_write(&o, path, &err)) {
