@@ -74,12 +74,14 @@ typedef struct inf_kernels {
     void (*gemm_prepare)(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
     /* Rows [r0, r1), r1 - r0 <= gemm_rows, packed into `pack` (64-aligned,
      * gemm_pack_bytes) then multiplied with all a->n tokens (a->data from
-     * gemm_prepare) in register tiles. Used when a->n >= gemm_min_tokens. */
+     * gemm_prepare) in register tiles. Runs every prefill row, however
+     * few (cpu.c), and decode rows too where they come out the same as
+     * from the matvec, from gemm_min_tokens on. */
     void (*gemm)(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
                  size_t y_stride, void *pack);
     size_t (*gemm_pack_bytes)(inf_dtype type, int64_t cols);
     int gemm_rows;       /* weight rows per gemm task, a multiple of 16 */
-    int gemm_min_tokens; /* tokens from which gemm beats matvec */
+    int gemm_min_tokens; /* tokens from which gemm beats matvec (when either may run) */
     /* The Q8_0 matvec's rows are bit-identical to the gemm's (and ref.c's):
      * an exact integer dot per block, block sums added in order. Then decode
      * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul). */
