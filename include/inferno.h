@@ -404,10 +404,13 @@ int inf_stop_matcher_matched(const inf_stop_matcher *m);
  * completions prefills once and forks; the forks share the prompt's blocks
  * (copy on write).
  *
- * A sequence's logits are bit-identical however it is batched, with the
- * prefix cache on or off, for Q8_0 weights; for F32/F16/BF16 weights
- * decode rows are, and prompt rows depend only on the sizes of the chunks
- * the prompt is split into (which a prefix-cache hit changes).
+ * A sequence's logits are bit-identical however it is batched (alone or
+ * with any other sequences), at any thread count, with the prefix cache on
+ * or off, for every weight type and kernel path: a row's kernel depends on
+ * its kind (decode or prompt) alone, never on how many rows share the
+ * step or how the prompt is cut into chunks. (They may differ in the last
+ * bits from inf_session_eval of the same tokens where that evaluates a
+ * lone token as a decode row or wants every position's logits.)
  *
  * Threads: submit, cancel, stats, stop are thread-safe. step and run are
  * called by one thread at a time, which then owns the model's compute: no

@@ -575,19 +575,17 @@ static void release_sequence(inf_engine *e, sequence *s) {
 /* Takes the queue's cancelled requests out (they get DONE events after the
  * lock is released) and marks running sequences of cancelled requests. */
 static engine_request *take_cancelled(inf_engine *e) {
-    engine_request *gone = NULL;
+    engine_request *gone = NULL, *kept = NULL; /* kept: the last request left in the queue */
     pthread_mutex_lock(&e->mu);
     for (engine_request **at = &e->queue_head; *at;) {
         engine_request *r = *at;
         if (!r->cancelled) {
+            kept = r;
             at = &r->next;
             continue;
         }
         *at = r->next;
-        if (e->queue_tail == r) {
-            e->queue_tail = NULL;
-            for (engine_request *q = e->queue_head; q; q = q->next) e->queue_tail = q;
-        }
+        if (e->queue_tail == r) e->queue_tail = kept;
         e->n_queued--;
         r->next = gone;
         gone = r;
@@ -688,8 +686,12 @@ static void reap(inf_engine *e) {
 static void prompt_done(inf_engine *e, sequence *s, const float *logits) {
     s->decoding = true;
     const int n = s->r->req.n;
-    sequence *forks[1024];
+    /* the forks join the running list at its end: admission counted their
+     * slots (n_slots), so the list (max_seqs long) has room for them */
+    sequence **forks = e->running + e->n_running;
     int n_forks = 0;
+    /* the reservation was made for all completions; spread it */
+    const int per_fork = blocks_for(s->r->n_ctx_need, e->block_size) - (int)s->r->req.n_prompt / e->block_size;
     for (int i = 1; i < n; i++) {
         sequence *f = fork_sequence(e, s, i);
         if (!f) { /* out of memory: this completion ends at once */
@@ -699,16 +701,11 @@ static void prompt_done(inf_engine *e, sequence *s, const float *logits) {
             e->n_slots--;
             continue;
         }
+        f->reserve = INF_MIN(per_fork, s->reserve);
+        s->reserve -= f->reserve;
         forks[n_forks++] = f;
     }
-    /* the reservation was made for all completions; spread it */
-    const int per_fork = blocks_for(s->r->n_ctx_need, e->block_size) - (int)s->r->req.n_prompt / e->block_size;
-    for (int i = 0; i < n_forks; i++) {
-        const int give = INF_MIN(per_fork, s->reserve);
-        forks[i]->reserve = give;
-        s->reserve -= give;
-        e->running[e->n_running++] = forks[i];
-    }
+    e->n_running += n_forks;
     sample_next(e, s, logits);
     for (int i = 0; i < n_forks; i++) sample_next(e, forks[i], logits);
 }

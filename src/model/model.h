@@ -116,7 +116,9 @@ void qwen3_work_free(const inf_model *m, qwen3_work *w);
  * decode sequences first (then the first n_decode rows are decode rows; ops.h,
  * matmul), tokens[sum of n] already checked against the vocabulary, at most
  * w->n_cap rows. Writes logits[sum of n_logits][n_vocab], the sequences'
- * wanted rows in order. */
+ * wanted rows in order. In the last layer, a sequence's only logit row runs
+ * as a decode row when every kept row before it does (put sequences that
+ * keep all their rows last). */
 void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const int32_t *tokens,
                    const qwen3_seq_rows *seqs, int n_seqs, float *logits);
 
