@@ -728,7 +728,8 @@ inf_status inf_engine_step(inf_engine *e, bool *busy, inf_error *err) {
     reap(e);
     admit(e);
 
-    /* the batch: decode rows, then one chunk of the oldest prompt */
+    /* the batch: decode rows, then prompt chunks, oldest first, up to
+     * prefill_chunk prompt tokens in all */
     int n_rows = 0, n_seqs = 0;
     inf_status st = INF_OK;
     for (int i = 0; i < e->n_running && !st; i++) {
@@ -743,10 +744,12 @@ inf_status inf_engine_step(inf_engine *e, bool *busy, inf_error *err) {
             .n = 1, .pos0 = s->n_cached, .decode = true, .blocks = s->blocks, .n_logits = 1};
         e->batch_seqs[n_seqs++] = s;
     }
-    for (int i = 0; i < e->n_running && !st; i++) {
+    int budget = e->prefill_chunk;
+    for (int i = 0; i < e->n_running && !st && budget > 0; i++) {
         sequence *s = e->running[i];
-        if (s->decoding) continue;
-        const int n = INF_MIN(e->prefill_chunk, s->n_tokens - s->n_cached);
+        if (s->decoding || s->done) continue;
+        const int n = INF_MIN(budget, s->n_tokens - s->n_cached);
+        budget -= n;
         if (!make_writable(e, s, s->n_cached, n)) {
             st = inf_errorf(err, INF_ERR_NOMEM, "the KV pool ran out of blocks (a reservation bug)");
             break;
@@ -756,7 +759,6 @@ inf_status inf_engine_step(inf_engine *e, bool *busy, inf_error *err) {
         e->batch_rows[n_seqs] = (qwen3_seq_rows){
             .n = n, .pos0 = s->n_cached, .blocks = s->blocks, .n_logits = s->n_cached + n == s->n_tokens ? 1 : 0};
         e->batch_seqs[n_seqs++] = s;
-        break;
     }
     if (!st && n_seqs) {
         qwen3_forward(e->model, &e->work, &e->cache.kv, e->batch_tokens, e->batch_rows, n_seqs, e->logits);
