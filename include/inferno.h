@@ -391,8 +391,9 @@ int inf_stop_matcher_matched(const inf_stop_matcher *m);
  * needs. Requests are submitted from any thread; one thread, the driver,
  * runs steps (inf_engine_step, or inf_engine_run until inf_engine_stop).
  * Each step is one forward pass holding the next token of every running
- * sequence (decode rows) and at most one chunk of one admitted prompt
- * (chunked prefill), so a running decode never waits more than a chunk.
+ * sequence (decode rows) and chunks of admitted prompts, oldest first, up
+ * to prefill_chunk prompt tokens in all (chunked prefill), so a running
+ * decode never waits more than a chunk.
  *
  * KV cache: one pool of fixed-size blocks; each sequence has a block table.
  * A request is admitted when the blocks its prompt and max_tokens can need

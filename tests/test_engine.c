@@ -627,6 +627,37 @@ static void test_accounting(bool prefix) {
     inf_model_free(m);
 }
 
+/* Short prompts share a step: prompt chunks of several sequences go into
+ * one forward pass, up to prefill_chunk prompt tokens in all. */
+static void test_prompt_packing(void) {
+    test_begin("several prompts in one step");
+    inf_model *m = load(path_q8, 2, INF_KV_F16);
+    if (!m) return;
+    inf_engine_options eo;
+    engine_opts(&eo, false, 16, 64);
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    TEST_CHECK(inf_engine_new(m, &eo, &e, &err) == INF_OK, "engine: %s", err.msg);
+    /* four prompts of 12 tokens fit one chunk of 64; a fifth of 40 does not */
+    outcome o[5];
+    for (int i = 0; i < 5; i++) {
+        req_spec sp = {.n_prompt = i < 4 ? 12 : 40, .max_tokens = 1, .n = 1};
+        for (int k = 0; k < sp.n_prompt; k++) sp.prompt[k] = (int32_t)rnd(N_VOCAB);
+        memset(&o[i], 0, sizeof o[i]);
+        inf_request r;
+        make_request(&sp, &o[i], &r);
+        r.want_logits = false;
+        TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit %d: %s", i, err.msg);
+    }
+    bool busy;
+    TEST_CHECK(inf_engine_step(e, &busy, &err) == INF_OK, "step: %s", err.msg);
+    for (int i = 0; i < 4; i++) TEST_CHECK(o[i].c[0].done, "prompt %d finished in the first step", i);
+    TEST_CHECK(!o[4].c[0].done, "the fifth waits for the next step");
+    TEST_CHECK(inf_engine_step(e, &busy, &err) == INF_OK && o[4].c[0].done, "then it finishes");
+    inf_engine_free(e);
+    inf_model_free(m);
+}
+
 static void test_queue_and_cancel(void) {
     test_begin("queueing, refusal, cancellation");
     inf_model *m = load(path_q8, 2, INF_KV_F16);
@@ -826,6 +857,7 @@ int main(void) {
         }
         unsetenv("INFERNO_ISA");
         test_prefix_hits();
+        test_prompt_packing();
         test_parallel_sampling();
         test_engine_vs_session();
         test_kv_cache();

@@ -10,16 +10,18 @@
  *      completion); a request that does not fit waits, and so do the ones
  *      after it;
  *   3. runs one forward pass: one decode row per generating sequence, then
- *      the next chunk of the oldest sequence still in its prompt;
+ *      the next chunks of the sequences still in their prompts, oldest
+ *      first, up to prefill_chunk prompt tokens in all;
  *   4. samples each sequence whose logits came out, forking a request's n
  *      completions at the end of its prompt, and delivers events; finished
  *      sequences hand their blocks to the prefix tree and release the rest.
  * A sequence writes a position's K and V only into a block it alone holds:
  * a block still shared (with the prefix tree or a fork) is copied first.
  *
- * One prompt chunk per step, of a size fixed by the sequence alone
- * (prefill_chunk), and decode rows kept apart in matmul (ops.h) make a
- * sequence's rows independent of the batch it runs in.
+ * A row's kernel is chosen by its kind alone (decode rows on the matvec,
+ * prompt rows on the gemm: ops.h, matmul), and attention runs per
+ * sequence, so a sequence's rows do not depend on the batch it runs in or
+ * on how its prompt is cut into chunks.
  */
 #include "engine/kv_cache.h"
 
