@@ -427,8 +427,8 @@ static int messages_reply(generation *g) {
     cJSON_AddStringToObject(r, "model", g->model_name);
     cJSON *content = cJSON_AddArrayToObject(r, "content");
     size_t rlen = 0, clen = 0;
-    const char *reasoning = qwen3_output_reasoning(c->out, &rlen);
-    const char *text = qwen3_output_content(c->out, &clen);
+    const char *reasoning = gen_reasoning(c, &rlen);
+    const char *text = gen_content(c, &clen);
     if (reasoning) {
         cJSON *b = text_block("thinking", "thinking", reasoning, rlen);
         cJSON_AddStringToObject(b, "signature", "");
