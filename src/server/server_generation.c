@@ -119,6 +119,7 @@ void generation_free(generation *g) {
     free(g->prompt_lens);
     free(g->echo);
     free(g->forced_prefix);
+    free(g->model_name_copy);
     sb_free(&g->out);
     free(g);
 }
@@ -179,6 +180,12 @@ int generation_run(generation *g) {
     g->created = (long long)time(NULL);
     g->t_submit_s = server_now_s();
     ex->n_prompt = (int)g->n_prompt;
+    /* the name usually points into the request body, which is freed when
+     * the handler returns, before a stream's chunks are written */
+    if (g->model_name && !(g->model_name = g->model_name_copy = strdup(g->model_name))) {
+        generation_free(g);
+        return http_reply_error(ex, 500, NULL, NULL, "out of memory");
+    }
 
     if (atomic_load(&srv->in_flight) >= srv->opt.parallel + srv->opt.max_queue) {
         generation_free(g);

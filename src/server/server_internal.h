@@ -283,7 +283,8 @@ struct generation {
     server_job job;
     /* API-specific */
     char **echo;                   /* completions: [n_prompts] prompt texts to prepend, or NULL */
-    const char *model_name;        /* as the reply names it */
+    const char *model_name;        /* as the reply names it (may point into the request body) */
+    char *model_name_copy;         /* generation_run's copy: a stream outlives the body */
 };
 
 /* A generation for n_prompts prompts of n completions each (calloc'd,
