@@ -116,6 +116,14 @@ await test('tool_use from an assistant prefill', async () => {
     ok(call ? call.name === 'get_weather' : text.includes('get_weather'), 'tool_choice tool: the call, or its text', forced.content);
 });
 
+await test('a prefill is continued, not repeated', async () => {
+    const req = { model: MODEL, max_tokens: 6, temperature: 0, messages: [...user('Greet me'), { role: 'assistant', content: 'Hello there, dear' }] };
+    const r = await client.messages.create(req);
+    const m = await client.messages.stream(req).finalMessage();
+    eq(r.content, m.content, 'not streamed = streamed');
+    ok(r.content.length === 1 && !r.content[0].text.startsWith('Hello there'), 'the reply is the continuation alone', r.content);
+});
+
 await test('thinking blocks', async () => {
     const req = { model: MODEL, max_tokens: 8, temperature: 0, thinking: { type: 'enabled', budget_tokens: 1024 },
         logit_bias: { 151667: -100, 151668: -100 }, messages: [...user('Think'), { role: 'assistant', content: '<think>\nLet me see' }] };

@@ -55,6 +55,7 @@ export async function test(name, fn) {
 }
 export async function finish() {
     for (const s of [...servers]) {
+        if (s.proc.exitCode !== null || s.proc.signalCode !== null) continue; // stopped by the test itself
         ok(false, `server on port ${s.port} left running at the end`);
         await s.stop().catch(() => {});
     }
@@ -121,7 +122,11 @@ export async function startServer(args = [], { waitReady = true, timeoutMs = 200
 // Stops the server and counts a clean exit (code 0: no leak report under ASan).
 export async function stopServer(s, what = 'server') {
     const r = await s.stop();
-    const tail = s.stderr().split('\n').filter((l) => !/^(GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH) /.test(l)).slice(-30).join('\n');
+    // a sanitizer's report from its first line (frames, not shadow bytes), else the last lines
+    const lines = s.stderr().split('\n').filter((l) => !/^(GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH) /.test(l));
+    const at = lines.findIndex((l) => /ERROR: (Address|Leak)Sanitizer|runtime error:/.test(l));
+    const tail = (at >= 0 ? lines.slice(at).filter((l) => !/^ +0x[0-9a-f]+: |^  [A-Z][a-z]+.*: +[0-9a-f ]+$/.test(l)).slice(0, 80)
+                          : lines.slice(-30)).join('\n');
     ok(r.code === 0, `${what} exits 0 on SIGTERM`, `code ${r.code} signal ${r.signal}\n${tail}`);
     return r;
 }

@@ -227,10 +227,27 @@ await test('tool_choice', async () => {
         }
     }
     const none = await client.chat.completions.create({ ...FORCED_CALL, model: 'm', tool_choice: 'none' });
-    ok(!none.choices[0].message.tool_calls?.length && none.choices[0].message.content.includes('<tool_call>'),
-       'tool_choice none: the call text stays content', none.choices[0].message);
+    // the continued message's own text is not repeated: the reply is the continuation
+    eq([none.choices[0].message.tool_calls, none.choices[0].message.content, none.choices[0].finish_reason], [undefined, '"}}', 'length'],
+       'tool_choice none: no call parsed, the continuation is content');
     const nt = await client.chat.completions.create({ ...FORCED_CALL, model: 'm', tools: undefined });
-    ok(!nt.choices[0].message.tool_calls?.length, 'no tools: no call parsed', nt.choices[0].message);
+    eq([nt.choices[0].message.tool_calls, nt.choices[0].message.content], [undefined, '"}}'], 'no tools: no call parsed');
+    const sn = await client.chat.completions.create({ ...FORCED_CALL, model: 'm', tool_choice: 'none', stream: true });
+    let st = '';
+    for await (const ch of sn) st += ch.choices[0]?.delta?.content ?? '';
+    eq(st, '"}}', 'streamed: the same content');
+});
+
+await test('continue_final_message: the reply is the continuation', async () => {
+    const req = { model: 'm', messages: [{ role: 'user', content: 'Greet me' }, { role: 'assistant', content: 'Hello there, dear' }],
+        continue_final_message: true, max_tokens: 6, temperature: 0 };
+    const r = await client.chat.completions.create(req);
+    const s = await client.chat.completions.create({ ...req, stream: true });
+    let text = '';
+    for await (const ch of s) text += ch.choices[0]?.delta?.content ?? '';
+    eq(r.choices[0].message.content, text, 'not streamed = streamed');
+    ok(!text.startsWith('Hello there'), 'the continued message is not repeated', text);
+    eq(r.usage.completion_tokens, 6, 'six tokens continue it');
 });
 
 await test('reasoning split', async () => {
