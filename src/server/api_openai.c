@@ -482,6 +482,16 @@ static void chat_stream_begin(generation *g) {
         cJSON_AddStringToObject(delta, "role", "assistant");
         cJSON_AddStringToObject(delta, "content", "");
         gen_sse(g, NULL, chunk_with(g, &g->choices[i], delta, NULL, NULL));
+        /* calls the forced prefix already completed (a continued message
+         * holding a whole call): their deltas came before the stream did */
+        gen_choice *c = &g->choices[i];
+        for (size_t k = 0; k < qwen3_output_n_tool_calls(c->out); k++) {
+            const qwen3_tool_call *tc = qwen3_output_tool_call(c->out, k);
+            qwen3_delta d[2] = {{.kind = QWEN3_DELTA_TOOL_BEGIN, .tool_index = k, .tool_id = tc->id, .tool_name = tc->name},
+                                {.kind = QWEN3_DELTA_TOOL_ARGS, .text = tc->arguments, .len = tc->arguments_len,
+                                 .tool_index = k, .tool_id = tc->id, .tool_name = tc->name}};
+            chat_stream_deltas(g, c, d, 2, NULL);
+        }
     }
 }
 
