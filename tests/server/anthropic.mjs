@@ -102,6 +102,14 @@ await test('tool_use from an assistant prefill', async () => {
     const broken = await client.messages.create({ ...req, max_tokens: 3, logit_bias: { 30975: -100 } });
     const btext = broken.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
     ok(broken.content.some((b) => b.type === 'tool_use') || btext.includes('Paris'), 'a broken call is text, not dropped', broken.content);
+    // a prefill that holds the whole call: the same tool_use, streamed or not
+    const whole = { model: MODEL, max_tokens: 2, temperature: 0, tools: TOOLS, messages: [...user('Weather in Paris?'),
+        { role: 'assistant', content: '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' }] };
+    const w1 = await client.messages.create(whole);
+    const w2 = await client.messages.stream(whole).finalMessage();
+    const calls = (m) => m.content.filter((b) => b.type === 'tool_use').map((b) => [b.name, b.input]);
+    eq([w1.stop_reason, calls(w1)], ['tool_use', [['get_weather', { city: 'Paris' }]]], 'a whole call in the prefill: tool_use');
+    eq([w2.stop_reason, calls(w2)], [w1.stop_reason, calls(w1)], 'streamed: the same tool_use');
     // a result goes back as tool_result blocks
     const back = await client.messages.create({ model: MODEL, max_tokens: 3, temperature: 0, tools: TOOLS,
         messages: [...user('Weather in Paris?'),

@@ -78,9 +78,9 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // ---- the server
 // Starts `inferno serve -m MODEL --port 0 ARGS...` and waits for /health 200.
 // Returns {proc, port, url, stderr(), stop(), pid}.
-export async function startServer(args = [], { waitReady = true, timeoutMs = 20000 } = {}) {
+export async function startServer(args = [], { waitReady = true, timeoutMs = 20000, env = {} } = {}) {
     const proc = spawn(INFERNO, ['serve', '-m', MODEL, '--host', '127.0.0.1', '--port', '0', '-t', '1', ...args],
-                       { stdio: ['ignore', 'ignore', 'pipe'] });
+                       { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
     let err = '';
     const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
     const port = await new Promise((resolve, reject) => {

@@ -8,16 +8,24 @@
 // server is healthy, and its RSS is back within RSS_MARGIN_MIB of the
 // baseline taken after a warm-up of the same load (not under ASan, whose
 // quarantine holds freed memory; there the exit code checks for leaks).
+//
+// The server runs with MALLOC_ARENA_MAX=2. With glibc's default (8 arenas a
+// core) every new connection thread may take another arena, and RSS after
+// 2000 requests ends 12-21 MiB above the warm-up's, though nothing leaks
+// (LeakSanitizer finds nothing; with 1 or 2 arenas the growth is < 1 MiB).
+// Two arenas keep the margin tight enough to catch a leak of a few KiB a
+// request.
 import fs from 'node:fs';
 import { SAN, SLOW, eq, finish, metrics, ok, parseSSE, rssKiB, sleep, startServer, stopServer, test, waitIdle, watchdog } from './lib.mjs';
 
 watchdog(240);
 const CLIENTS = 64;
 const TOTAL = Number(process.env.INFERNO_TEST_LOAD_REQUESTS || (SAN ? 300 : 2000));
-const WARMUP = Math.min(800, TOTAL);
-const RSS_MARGIN_MIB = 20;
+const WARMUP = Math.min(500, Math.ceil(TOTAL / 2));
+const RSS_MARGIN_MIB = 8;
 const RUN_LIMIT_S = 90 * SLOW;
-const srv = await startServer(['--parallel', '8', ...(process.env.INFERNO_TEST_LOG ? [] : ['--quiet'])]);
+const srv = await startServer(['--parallel', '8', ...(process.env.INFERNO_TEST_LOG ? [] : ['--quiet'])],
+                              { env: { MALLOC_ARENA_MAX: '2' } });
 
 // xorshift: the same mix every run
 let seed = 12345;

@@ -211,6 +211,17 @@ await test('tool call forced by continue_final_message + logit_bias', async () =
     eq(final.choices[0].message.tool_calls?.[0]?.function?.name, 'get_weather', 'the SDK\'s stream helper assembles the call');
 });
 
+await test('a whole call in the continued message', async () => {
+    const req = { model: 'm', tools: TOOLS, max_tokens: 2, temperature: 0, continue_final_message: true, messages: [...user('Weather?'),
+        { role: 'assistant', content: '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' }] };
+    const r = await client.chat.completions.create(req);
+    const calls = r.choices[0].message.tool_calls?.map((c) => [c.function.name, c.function.arguments]);
+    eq([r.choices[0].finish_reason, calls], ['tool_calls', [['get_weather', '{"city":"Paris"}']]], 'the call is parsed');
+    const f = await client.chat.completions.stream(req).finalChatCompletion();
+    eq([f.choices[0].finish_reason, f.choices[0].message.tool_calls?.map((c) => [c.function.name, c.function.arguments])],
+       ['tool_calls', calls], 'streamed: the same call');
+});
+
 await test('tool_choice', async () => {
     const base = { model: 'm', messages: user('Weather in Paris?'), tools: TOOLS, max_tokens: 8, temperature: 0 };
     for (const choice of [{ type: 'function', function: { name: 'get_weather' } }, 'required']) {
