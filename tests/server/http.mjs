@@ -180,6 +180,21 @@ await test('a client that disconnects mid-stream', async () => {
     eq(gauges(idle), { running: 0, waiting: 0, kv_used: 0 }, 'afterwards: nothing running, no KV blocks used');
 });
 
+await test('a client that disconnects while its non-streamed reply is generated', async () => {
+    // tokens keep coming: the server must still look at the socket
+    const sock = net.connect(srv.port, '127.0.0.1');
+    sock.on('error', () => {});
+    await new Promise((r) => sock.on('connect', r));
+    sock.write(httpRequest('POST', '/v1/completions', LONG(), AUTH));
+    const [started] = await until(srv, (x) => x.inferno_requests_running === 1, 2000);
+    ok(started, 'it runs');
+    await sleep(200);
+    sock.destroy();
+    const t0 = Date.now();
+    const [freed, m] = await until(srv, (x) => x.inferno_requests_running === 0 && x.inferno_kv_blocks_used === 0, 1000);
+    ok(freed, 'its sequence is freed within a second', { ...gauges(m), ms: Date.now() - t0 });
+});
+
 await test('clients that disconnect while queued and during prefill', async () => {
     const one = await startServer(['--parallel', '1']);
     const busy = streamPost(one, '/v1/completions', LONG({ max_tokens: 800 }), { timeoutMs: 60000 });
