@@ -233,7 +233,7 @@ await test('clients that disconnect while queued and during prefill', async () =
 
 await test('429 with Retry-After when the queue is full', async () => {
     const full = await startServer(['--parallel', '1', '--max-queue', '0']);
-    const long = streamPost(full, '/v1/completions', LONG({ max_tokens: 400 }), { timeoutMs: 60000 });
+    const long = streamPost(full, '/v1/completions', LONG({ max_tokens: 1000 }), { timeoutMs: 60000 });
     await until(full, (x) => x.inferno_requests_running === 1, 5000);
     const r = await request(full.url, '/v1/chat/completions', { body: CHAT() });
     ok(r.status === 429 && r.json?.error?.type === 'rate_limit_error' && r.json.error.code === 'queue_full', '429 rate_limit_error', r.text);
