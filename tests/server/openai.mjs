@@ -236,6 +236,13 @@ await test('tool_choice', async () => {
                (choice === 'required' || m.content.includes('"name": "get_weather"')), `${what}: the forced call's text is content`, m.content);
             eq(r.choices[0].finish_reason, 'length', `${what}: finish_reason length`);
         }
+        const st = await client.chat.completions.create({ ...base, tool_choice: choice, stream: true });
+        let content = '', names = [];
+        for await (const ch of st) {
+            content += ch.choices[0]?.delta?.content ?? '';
+            for (const tc of ch.choices[0]?.delta?.tool_calls ?? []) if (tc.function?.name) names.push(tc.function.name);
+        }
+        eq([content, names], [m.content ?? '', (m.tool_calls ?? []).map((c) => c.function.name)], `${what}: streamed = not streamed`);
     }
     const none = await client.chat.completions.create({ ...FORCED_CALL, model: 'm', tool_choice: 'none' });
     // the continued message's own text is not repeated: the reply is the continuation
