@@ -10,7 +10,7 @@
 # The clients are installed on first use into .deps/server-clients (npm, from
 # tests/server/package.json and its lock file). A tiny synthetic model is
 # written to a temp dir. Under a sanitizer build (build-san) the load test
-# is scaled down. About 30 s in the plain build.
+# is scaled down. About 60 s in the plain build, 2 min under ASan.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
 . tests/cli/lib.sh
 DEPS=.deps/server-clients
