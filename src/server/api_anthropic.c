@@ -393,6 +393,15 @@ static void messages_stream_begin(generation *g) {
     cJSON_AddItemToObject(m, "usage", usage(g, false));
     gen_sse(g, "message_start", ev);
     gen_sse(g, "ping", event("ping"));
+    /* calls the prefill already completed: their deltas came before the stream did */
+    gen_choice *c = &g->choices[0];
+    for (size_t k = 0; k < qwen3_output_n_tool_calls(c->out); k++) {
+        const qwen3_tool_call *tc = qwen3_output_tool_call(c->out, k);
+        qwen3_delta d[2] = {{.kind = QWEN3_DELTA_TOOL_BEGIN, .tool_index = k, .tool_id = tc->id, .tool_name = tc->name},
+                            {.kind = QWEN3_DELTA_TOOL_ARGS, .text = tc->arguments, .len = tc->arguments_len,
+                             .tool_index = k, .tool_id = tc->id, .tool_name = tc->name}};
+        stream_deltas(g, c, d, 2);
+    }
 }
 
 static void messages_stream_end(generation *g) {
@@ -427,8 +436,8 @@ static int messages_reply(generation *g) {
     cJSON_AddStringToObject(r, "model", g->model_name);
     cJSON *content = cJSON_AddArrayToObject(r, "content");
     size_t rlen = 0, clen = 0;
-    const char *reasoning = qwen3_output_reasoning(c->out, &rlen);
-    const char *text = qwen3_output_content(c->out, &clen);
+    const char *reasoning = gen_reasoning(c, &rlen);
+    const char *text = gen_content(c, &clen);
     if (reasoning) {
         cJSON *b = text_block("thinking", "thinking", reasoning, rlen);
         cJSON_AddStringToObject(b, "signature", "");

@@ -482,6 +482,16 @@ static void chat_stream_begin(generation *g) {
         cJSON_AddStringToObject(delta, "role", "assistant");
         cJSON_AddStringToObject(delta, "content", "");
         gen_sse(g, NULL, chunk_with(g, &g->choices[i], delta, NULL, NULL));
+        /* calls the forced prefix already completed (a continued message
+         * holding a whole call): their deltas came before the stream did */
+        gen_choice *c = &g->choices[i];
+        for (size_t k = 0; k < qwen3_output_n_tool_calls(c->out); k++) {
+            const qwen3_tool_call *tc = qwen3_output_tool_call(c->out, k);
+            qwen3_delta d[2] = {{.kind = QWEN3_DELTA_TOOL_BEGIN, .tool_index = k, .tool_id = tc->id, .tool_name = tc->name},
+                                {.kind = QWEN3_DELTA_TOOL_ARGS, .text = tc->arguments, .len = tc->arguments_len,
+                                 .tool_index = k, .tool_id = tc->id, .tool_name = tc->name}};
+            chat_stream_deltas(g, c, d, 2, NULL);
+        }
     }
 }
 
@@ -515,8 +525,8 @@ static int chat_reply(generation *g) {
         cJSON *msg = cJSON_AddObjectToObject(ch, "message");
         cJSON_AddStringToObject(msg, "role", "assistant");
         size_t clen = 0, rlen = 0;
-        const char *content = qwen3_output_content(c->out, &clen);
-        const char *reasoning = qwen3_output_reasoning(c->out, &rlen);
+        const char *content = gen_content(c, &clen);
+        const char *reasoning = gen_reasoning(c, &rlen);
         size_t n_calls = qwen3_output_n_tool_calls(c->out);
         if (!content && !n_calls) content = "", clen = 0;
         cJSON_AddItemToObject(msg, "content", string_or_null(content, clen));
@@ -566,6 +576,20 @@ bool request_thinking(const cJSON *body, bool *thinking, param_error *e) {
     return true;
 }
 
+const char *gen_content(const gen_choice *c, size_t *len) {
+    const char *s = qwen3_output_content(c->out, len);
+    if (!s || *len <= c->prefix_content) return *len = 0, NULL;
+    *len -= c->prefix_content;
+    return s + c->prefix_content;
+}
+
+const char *gen_reasoning(const gen_choice *c, size_t *len) {
+    const char *s = qwen3_output_reasoning(c->out, len);
+    if (!s || *len <= c->prefix_reasoning) return *len = 0, NULL;
+    *len -= c->prefix_reasoning;
+    return s + c->prefix_reasoning;
+}
+
 bool gen_parsers(generation *g, bool tools) {
     for (int i = 0; i < g->n_choices; i++) {
         qwen3_output_options o = {.starts_in_reasoning = g->starts_in_reasoning,
@@ -577,6 +601,8 @@ bool gen_parsers(generation *g, bool tools) {
             const qwen3_delta *d;
             size_t n;
             if (qwen3_output_push(g->choices[i].out, g->forced_prefix, strlen(g->forced_prefix), &d, &n)) return false;
+            qwen3_output_content(g->choices[i].out, &g->choices[i].prefix_content);
+            qwen3_output_reasoning(g->choices[i].out, &g->choices[i].prefix_reasoning);
         }
         if (!(g->choices[i].logprobs = cJSON_CreateArray())) return false;
     }

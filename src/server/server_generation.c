@@ -119,6 +119,7 @@ void generation_free(generation *g) {
     free(g->prompt_lens);
     free(g->echo);
     free(g->forced_prefix);
+    free(g->model_name_copy);
     sb_free(&g->out);
     free(g);
 }
@@ -179,6 +180,12 @@ int generation_run(generation *g) {
     g->created = (long long)time(NULL);
     g->t_submit_s = server_now_s();
     ex->n_prompt = (int)g->n_prompt;
+    /* the name usually points into the request body, which is freed when
+     * the handler returns, before a stream's chunks are written */
+    if (g->model_name && !(g->model_name = g->model_name_copy = strdup(g->model_name))) {
+        generation_free(g);
+        return http_reply_error(ex, 500, NULL, NULL, "out of memory");
+    }
 
     if (atomic_load(&srv->in_flight) >= srv->opt.parallel + srv->opt.max_queue) {
         generation_free(g);
@@ -213,13 +220,20 @@ int generation_run(generation *g) {
         /* the exchange's counters are written as the stream goes */
         return http_reply_stream(ex, "text/event-stream", produce, stream_done, g);
     }
+    /* the client is looked at every WAIT_MS, also while tokens keep coming
+     * (a gone client was noticed only when none came for WAIT_MS: a
+     * non-streamed request ran to its max_tokens after its client left) */
+    double next_check = server_now_s() + WAIT_MS / 1e3;
     while (!(all_done(g) && job_drained(&g->job))) {
         job_event ev;
-        if (job_next(&g->job, WAIT_MS, &ev)) {
+        bool got = job_next(&g->job, WAIT_MS, &ev);
+        if (got) {
             handle(g, &ev);
             job_event_free(&ev);
-        } else if (http_client_gone(ex)) {
-            job_cancel(&g->job);
+        }
+        if (!got || server_now_s() >= next_check) {
+            next_check = server_now_s() + WAIT_MS / 1e3;
+            if (http_client_gone(ex)) job_cancel(&g->job);
         }
     }
     if (g->job.lost_event) g->failed = true;

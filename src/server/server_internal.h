@@ -232,6 +232,10 @@ typedef struct gen_choice {
     inf_finish_reason finish;
     int stop_index;
     int n_generated;
+    /* bytes of the aggregate content and reasoning that the forced prefix
+     * (a continued message, a prefill) produced: the stream never sends
+     * them, so the whole reply leaves them out too */
+    size_t prefix_content, prefix_reasoning;
     bool done;
     /* streaming state of the APIs */
     bool opened;               /* chat: the role chunk is out */
@@ -279,7 +283,8 @@ struct generation {
     server_job job;
     /* API-specific */
     char **echo;                   /* completions: [n_prompts] prompt texts to prepend, or NULL */
-    const char *model_name;        /* as the reply names it */
+    const char *model_name;        /* as the reply names it (may point into the request body) */
+    char *model_name_copy;         /* generation_run's copy: a stream outlives the body */
 };
 
 /* A generation for n_prompts prompts of n completions each (calloc'd,
@@ -309,6 +314,10 @@ bool request_model(server *srv, const cJSON *body, const char **name, param_erro
 bool request_thinking(const cJSON *body, bool *thinking, param_error *e);
 /* Creates each choice's output parser (and its logprobs array). */
 bool gen_parsers(generation *g, bool tools);
+/* A choice's content and reasoning without what its forced prefix produced
+ * (NULL when nothing is left). */
+const char *gen_content(const gen_choice *c, size_t *len);
+const char *gen_reasoning(const gen_choice *c, size_t *len);
 
 /* The request builders: a body to a generation ready to run (ex may be NULL:
  * the fuzz target builds without a connection), or NULL with e filled. */

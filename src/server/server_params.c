@@ -165,9 +165,6 @@ bool params_parse(server *srv, const cJSON *body, bool anthropic, bool thinking,
         if (given) s->repeat_penalty = (float)d;
         if (!int_field(body, "seed", -9.2e18, 9.2e18, &ll, &p->seed_given, e)) return false;
         if (p->seed_given) s->seed = (uint64_t)ll;
-        if (!bias_field(srv, body, p, e)) return false;
-        s->logit_bias = p->bias;
-        s->n_logit_bias = (size_t)p->n_bias;
         if (!int_field(body, "n", 1, MAX_CHOICES, &ll, &given, e)) return false;
         p->req.n = given ? (int)ll : 1;
         bool ignore_eos = false;
@@ -175,6 +172,12 @@ bool params_parse(server *srv, const cJSON *body, bool anthropic, bool thinking,
         p->req.ignore_eog = ignore_eos;
     }
     if (!p->seed_given) s->seed = fresh_seed();
+    /* logit_bias on the Messages API too: not Anthropic's, an extension
+     * (as vLLM takes its sampling extras on every endpoint); it is how a
+     * test forces a tool_use from a random-weight model */
+    if (!bias_field(srv, body, p, e)) return false;
+    s->logit_bias = p->bias;
+    s->n_logit_bias = (size_t)p->n_bias;
 
     /* max tokens: OpenAI's two names, Anthropic's required one */
     long long max_tokens = 0;
