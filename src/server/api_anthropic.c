@@ -248,11 +248,20 @@ static bool convert_request(const cJSON *body, cJSON **messages, cJSON **tools, 
 
 enum { BLOCK_NONE = -1, BLOCK_THINKING, BLOCK_TEXT, BLOCK_TOOL };
 
-static cJSON *usage(const generation *g, bool final) {
+/* Anthropic's usage: input_tokens are those not read from the cache. A
+ * stream's message_start goes out before the prefix-cache hit is known, so
+ * it counts the whole prompt, and its message_delta carries output_tokens
+ * alone (as Anthropic's own streams did). */
+typedef enum usage_kind { USAGE_STREAM_START, USAGE_STREAM_DELTA, USAGE_WHOLE } usage_kind;
+
+static cJSON *usage(const generation *g, usage_kind kind) {
     cJSON *u = cJSON_CreateObject();
-    cJSON_AddNumberToObject(u, "input_tokens", (double)g->n_prompt - (final ? g->n_cached : 0));
-    cJSON_AddNumberToObject(u, "cache_creation_input_tokens", 0);
-    cJSON_AddNumberToObject(u, "cache_read_input_tokens", final ? g->n_cached : 0);
+    if (kind != USAGE_STREAM_DELTA) {
+        bool whole = kind == USAGE_WHOLE;
+        cJSON_AddNumberToObject(u, "input_tokens", (double)g->n_prompt - (whole ? g->n_cached : 0));
+        cJSON_AddNumberToObject(u, "cache_creation_input_tokens", 0);
+        cJSON_AddNumberToObject(u, "cache_read_input_tokens", whole ? g->n_cached : 0);
+    }
     cJSON_AddNumberToObject(u, "output_tokens", g->n_generated);
     return u;
 }
@@ -390,7 +399,7 @@ static void messages_stream_begin(generation *g) {
     cJSON_AddArrayToObject(m, "content");
     cJSON_AddNullToObject(m, "stop_reason");
     cJSON_AddNullToObject(m, "stop_sequence");
-    cJSON_AddItemToObject(m, "usage", usage(g, false));
+    cJSON_AddItemToObject(m, "usage", usage(g, USAGE_STREAM_START));
     gen_sse(g, "message_start", ev);
     gen_sse(g, "ping", event("ping"));
     /* calls the prefill already completed: their deltas came before the stream did */
@@ -413,7 +422,7 @@ static void messages_stream_end(generation *g) {
     cJSON_AddStringToObject(d, "stop_reason", reason);
     if (seq) cJSON_AddStringToObject(d, "stop_sequence", seq);
     else cJSON_AddNullToObject(d, "stop_sequence");
-    cJSON_AddItemToObject(ev, "usage", usage(g, true));
+    cJSON_AddItemToObject(ev, "usage", usage(g, USAGE_STREAM_DELTA));
     gen_sse(g, "message_delta", ev);
     gen_sse(g, "message_stop", event("message_stop"));
 }
@@ -460,7 +469,7 @@ static int messages_reply(generation *g) {
     cJSON_AddStringToObject(r, "stop_reason", stop_reason(g, c, &seq));
     if (seq) cJSON_AddStringToObject(r, "stop_sequence", seq);
     else cJSON_AddNullToObject(r, "stop_sequence");
-    cJSON_AddItemToObject(r, "usage", usage(g, true));
+    cJSON_AddItemToObject(r, "usage", usage(g, USAGE_WHOLE));
     return http_reply_cjson(g->ex, 200, r);
 }
 

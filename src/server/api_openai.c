@@ -735,12 +735,25 @@ static void completion_chunk(generation *g, gen_choice *c, const char *text, siz
     gen_sse(g, NULL, r);
 }
 
+/* Code points in UTF-8 text (its bytes that do not continue a character). */
+static size_t utf8_chars(const char *s, size_t len) {
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return n;
+}
+
 static void completion_token(generation *g, gen_choice *c, const job_event *ev) {
+    /* text_offset: characters from the start of the choice's text, echo
+     * included (OpenAI counts characters, not bytes) */
+    if (c->text_chars == 0 && g->echo) {
+        const char *echo = g->echo[c->index / (g->n_choices / g->n_prompts)];
+        c->text_chars = utf8_chars(echo, strlen(echo));
+    }
     cJSON *parts[4] = {0};
-    if (g->logprobs) completion_logprob(g, c, ev, c->text.len, &parts[0], &parts[1], &parts[2], &parts[3]);
+    if (g->logprobs) completion_logprob(g, c, ev, c->text_chars, &parts[0], &parts[1], &parts[2], &parts[3]);
+    c->text_chars += utf8_chars(ev->text, ev->text_len);
     if (g->stream) {
         completion_chunk(g, c, ev->text, ev->text_len, g->logprobs ? parts : NULL, NULL);
-        sb_append(&c->text, ev->text, ev->text_len); /* for text_offset */
         return;
     }
     sb_append(&c->text, ev->text, ev->text_len);

@@ -8,6 +8,7 @@
 #include "server/server_internal.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <poll.h>
 #include <signal.h>
@@ -372,9 +373,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!srv->opt.quiet) {
         fprintf(stderr, "%s %s %d prompt=%d gen=%d cached=%d %.1fms%s\n", ex->method, ex->url, status, ex->n_prompt,
                 ex->n_generated, ex->n_cached, ms,
-                toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT || toe == MHD_REQUEST_TERMINATED_READ_ERROR
-                    ? " (client gone)"
-                    : "");
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? ""
+                : toe == MHD_REQUEST_TERMINATED_WITH_ERROR && !ex->streamed ? " (error)"
+                                                                              : " (client gone)");
     }
     free(ex->body);
     free(ex);
@@ -508,6 +509,10 @@ int server_run(const server_options *opt) {
         return 1;
     }
     srv->opt = *opt;
+    /* One thread per connection: glibc's default of an arena per thread
+     * keeps freed memory in each (RSS grew ~20 MB over 2000 requests); two
+     * arenas keep it within a megabyte. */
+    mallopt(M_ARENA_MAX, 2);
     metrics_init(&srv->metrics);
     pthread_mutex_init(&srv->jobs_mu, NULL);
     snprintf(srv->fingerprint, sizeof srv->fingerprint, "inferno-%s", INFERNO_VERSION);

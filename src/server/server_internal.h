@@ -241,6 +241,7 @@ typedef struct gen_choice {
     bool opened;               /* chat: the role chunk is out */
     int block;                 /* messages: the open content block's kind, or -1 */
     int n_blocks;              /* messages: content blocks opened so far */
+    size_t text_chars;         /* completions: characters (code points) of text, for text_offset */
 } gen_choice;
 
 /* What an API does with the events of its generation. */

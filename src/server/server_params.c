@@ -186,8 +186,9 @@ bool params_parse(server *srv, const cJSON *body, bool anthropic, bool thinking,
         if (!mt) return fail(e, "max_tokens", "max_tokens is required");
         if (!int_field(body, "max_tokens", 1, 1e9, &max_tokens, NULL, e)) return false;
     } else {
-        if (!int_field(body, "max_completion_tokens", 0, 1e9, &max_tokens, &given, e)) return false;
-        if (!given && !int_field(body, "max_tokens", 0, 1e9, &max_tokens, NULL, e)) return false;
+        /* absent: until the context is full (0); given: at least 1, as OpenAI wants */
+        if (!int_field(body, "max_completion_tokens", 1, 1e9, &max_tokens, &given, e)) return false;
+        if (!given && !int_field(body, "max_tokens", 1, 1e9, &max_tokens, NULL, e)) return false;
     }
     /* more than the context holds is capped (the completion then ends with
      * finish_reason "length"), as llama-server does */

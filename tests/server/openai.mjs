@@ -178,6 +178,23 @@ await test('logprobs', async () => {
     ok(cl && cl.tokens.length === 6 && cl.token_logprobs.length === 6 && cl.top_logprobs.length === 6 && cl.text_offset.length === 6 &&
        cl.top_logprobs.every((o) => Object.keys(o).length >= 1 && Object.keys(o).length <= 2), 'completions logprobs shape', cl);
     eq(cl.tokens.join(''), c.choices[0].text, 'completions logprobs tokens make the text');
+    // with echo, text_offset counts from the start of the returned text, prompt included
+    const prompt = 'The capital of France is';
+    const ce = await client.completions.create({ model: 'm', prompt, max_tokens: 3, temperature: 0, logprobs: 1, echo: true });
+    const el = ce.choices[0].logprobs;
+    ok(ce.choices[0].text.startsWith(prompt) && el.text_offset[0] === prompt.length &&
+       el.tokens.every((t, i) => ce.choices[0].text.startsWith(t, el.text_offset[i])), 'echo: text_offset past the prompt', el);
+});
+
+await test('max_tokens must be at least 1', async () => {
+    for (const field of ['max_tokens', 'max_completion_tokens']) {
+        let status = 0, param = null;
+        try {
+            await client.chat.completions.create({ model: 'm', messages: user('Hi'), [field]: 0 });
+        } catch (e) { status = e.status; param = e.param ?? e.error?.param; }
+        eq(status, 400, `${field} 0 is a 400`);
+        eq(param, field, `the error names ${field}`);
+    }
 });
 
 await test('tool call forced by continue_final_message + logit_bias', async () => {
