@@ -12,6 +12,8 @@
 # written to a temp dir. Under a sanitizer build (build-san) the load test
 # is scaled down. About 60 s in the plain build, 2 min under ASan.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
+# SERVE_SCRIPTS="concurrent shutdown" runs only those scripts (the
+# ThreadSanitizer step of scripts/check.sh does).
 . tests/cli/lib.sh
 DEPS=.deps/server-clients
 
@@ -46,6 +48,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
 for script in tests/server/*.mjs; do
     [ "$script" = tests/server/lib.mjs ] && continue
     name=$(basename "$script" .mjs)
+    case " ${SERVE_SCRIPTS:-$name} " in *" $name "*) ;; *) continue ;; esac
     start=$(date +%s)
     timeout 600 node "$script" >"$tmp/$name.log" 2>&1
     rc=$?
