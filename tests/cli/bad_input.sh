@@ -68,6 +68,24 @@ if [ "$(id -u)" -ne 0 ]; then # root reads any file
     expect 1 "unreadable.gguf: cannot open: Permission denied" run -m "$tmp/unreadable.gguf" -p hi
 fi
 
+# Hugging Face checkpoint directories (the loader's own table is in test_hf_checkpoint.c)
+mkdir "$tmp/hf-llama" "$tmp/hf-noweights" "$tmp/hf-badst" "$tmp/hf-badjson"
+cfg='{"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2,
+ "num_key_value_heads": 1, "head_dim": 32, "num_hidden_layers": 1, "vocab_size": 1000}'
+echo "$cfg" | sed 's/"qwen3"/"llama"/' >"$tmp/hf-llama/config.json"
+echo "$cfg" >"$tmp/hf-noweights/config.json"
+echo "$cfg" >"$tmp/hf-badst/config.json"
+printf '\020\000\000\000\000\000\000\000{"a": [1, 2, 3]}' >"$tmp/hf-badst/model.safetensors"
+echo "$cfg" | sed 's/"hidden_size": 64/"hidden_size": "64"/' >"$tmp/hf-badjson/config.json"
+for cmd in run info chat; do
+    expect 1 "hf-llama/config.json: \"model_type\" is 'llama'; inferno runs qwen3 models" $cmd -m "$tmp/hf-llama"
+    expect 1 "hf-noweights: no model.safetensors or model.safetensors.index.json" $cmd -m "$tmp/hf-noweights"
+done
+expect 1 "hf-badst/model.safetensors: tensor 'a': expected an object" run -m "$tmp/hf-badst" -p hi
+expect 1 "hf-badjson/config.json: \"hidden_size\" must be an integer" logits -m "$tmp/hf-badjson" --tokens 1
+expect 2 "--quantize wants q8_0, got 'q4_k'" run -m "$M" -p hi --quantize q4_k
+expect 2 "--quantize wants q8_0, got 'bf16'" serve -m "$M" --quantize bf16
+
 # prompts
 expect 1 "the prompt has [0-9]+ tokens but the context holds 8" run -m "$M" -c 8 -p "a prompt that is far longer than eight tokens, surely"
 expect 2 "the prompt is empty" run -m "$M" -p ""
