@@ -585,6 +585,29 @@ void inf_synth_options_default(inf_synth_options *opt);
  * a failure never leaves a partial file at path. */
 inf_status inf_synth_write(const inf_synth_options *opt, const char *path, inf_error *err);
 
+/* ------------------------------------------------------------------ converting checkpoints */
+
+typedef struct inf_convert_options {
+    bool keep_type;    /* matrices keep the checkpoint's type (default) */
+    inf_dtype type;    /* else every matrix becomes this: f32, f16, bf16 or q8_0 */
+    const char *name;  /* general.name; NULL: the directory's name */
+} inf_convert_options;
+
+/* keep_type, no name. */
+void inf_convert_options_default(inf_convert_options *opt);
+
+/* Writes the GGUF that llama.cpp's converter writes for a Hugging Face Qwen3
+ * checkpoint directory (the directory inf_model_load reads, which must also
+ * hold tokenizer.json): the same metadata keys in the same order (qwen3.*
+ * from config.json, general.sampling.* from generation_config.json,
+ * tokenizer.ggml.* from tokenizer.json padded to vocab_size, the chat
+ * template and special ids from tokenizer_config.json), the same tensor
+ * names, order and shapes, norms in f32. Every file is checked as
+ * inf_model_load checks it. Written through a temporary file and a rename,
+ * so a failure never leaves a partial file. NULL opt: the defaults. */
+inf_status inf_convert_checkpoint(const char *dir, const char *out_path, const inf_convert_options *opt,
+                                  inf_error *err);
+
 /* ------------------------------------------------------------------ machine */
 
 /* Measures the machine's sequential read bandwidth in GB/s (1e9 bytes/s),

@@ -17,6 +17,11 @@
  *   tokenizer      tokenizer.json, tokenizer_config.json (chat template)
  *                  and generation_config.json (sampling defaults) of a
  *                  directory are used;
+ *   convert        inf_convert_checkpoint of a directory made from a synth
+ *                  GGUF writes that GGUF again, byte for byte (synth lays
+ *                  files out as llama.cpp's converter does); converted to
+ *                  q8_0 it keeps the sampling keys and computes what the
+ *                  directory quantized on load does; BF16 norms become f32;
  *   corrupt files  a small valid .safetensors built byte by byte here, cut
  *                  at every length and patched into a table of malformed
  *                  variants: each is refused in every open mode with one
@@ -584,12 +589,29 @@ static void test_tokenizer_files(void) {
     gguf_close(g);
     if (!ok) return;
     TEST_CHECK(copy_file(TOKENIZER_JSON, path_in(dir, "tokenizer.json")) &&
-                   copy_file(TOKENIZER_CONFIG, path_in(dir, "tokenizer_config.json")) &&
-                   write_text(path_in(dir, "generation_config.json"),
+                   copy_file(TOKENIZER_CONFIG, path_in(dir, "tokenizer_config.json")),
+               "tokenizer files");
+
+    /* convert: the GGUF synth wrote, byte for byte (synth lays files out as
+     * llama.cpp's converter does) */
+    char conv[512];
+    snprintf(conv, sizeof conv, "%s/converted.gguf", tmpdir);
+    inf_convert_options co;
+    inf_convert_options_default(&co);
+    co.name = "Qwen3 synthetic";
+    if (TEST_CHECK(inf_convert_checkpoint(dir, conv, &co, &err) == INF_OK, "convert: %s", err.msg)) {
+        size_t na = 0, nb = 0;
+        char *a = test_read_file(conv, &na), *b = test_read_file(gpath, &nb);
+        TEST_CHECK(a && b && na == nb && !memcmp(a, b, na), "converted file equals synth's (%zu vs %zu bytes)", na, nb);
+        free(a);
+        free(b);
+    }
+
+    TEST_CHECK(write_text(path_in(dir, "generation_config.json"),
                               "{\"bos_token_id\": 151643, \"do_sample\": true, \"eos_token_id\": [151645, 151643],\n"
                               " \"temperature\": 0.5, \"top_k\": 7, \"top_p\": 0.9, \"repetition_penalty\": 1.25,\n"
                               " \"transformers_version\": \"4.51.0\"}\n"),
-               "tokenizer files");
+               "generation_config.json");
 
     inf_model *m = NULL, *ref = NULL;
     if (!TEST_CHECK(inf_model_load(dir, NULL, &m, &err) == INF_OK, "load %s: %s", dir, err.msg)) return;
@@ -632,6 +654,59 @@ static void test_tokenizer_files(void) {
     inf_tokenizer_free(dt);
     inf_model_free(m);
     inf_model_free(ref);
+
+    /* convert to q8_0: the sampling keys go along, and the logits are those
+     * of the directory quantized on load */
+    co.keep_type = false;
+    co.type = INF_DTYPE_Q8_0;
+    co.name = NULL;
+    if (TEST_CHECK(inf_convert_checkpoint(dir, conv, &co, &err) == INF_OK, "convert q8_0: %s", err.msg)) {
+        gguf_file *q = NULL;
+        if (TEST_CHECK(gguf_open(conv, GGUF_OPEN_METADATA_ONLY, &q, &err) == INF_OK, "%s", err.msg)) {
+            double temp = 0;
+            int64_t top_k = 0, file_type = 0;
+            const gguf_string *nm = NULL;
+            TEST_CHECK(gguf_get_float(q, "general.sampling.temp", false, &temp, &err) == INF_OK && temp == 0.5f &&
+                           gguf_get_int(q, "general.sampling.top_k", false, &top_k, &err) == INF_OK && top_k == 7 &&
+                           gguf_get_int(q, "general.file_type", false, &file_type, &err) == INF_OK && file_type == 7 &&
+                           gguf_get_string(q, "general.name", false, &nm, &err) == INF_OK && !strcmp(nm->data, "Qwen3-tiny"),
+                       "converted keys: %s", err.msg);
+            int q8 = 0;
+            for (uint64_t i = 0; i < q->n_tensors; i++) q8 += q->tensors[i].type == INF_DTYPE_Q8_0;
+            TEST_CHECK(q8 == 8 && q->n_kv > 20, "8 q8_0 matrices (%d), %llu keys", q8, (unsigned long long)q->n_kv);
+            gguf_close(q);
+        }
+        expect_same_logits("converted q8_0 vs the directory quantized on load", conv, false, dir, true, true);
+    }
+
+    /* BF16 norms, as Hugging Face stores them, become f32 in the GGUF: the
+     * converted file computes what the directory does */
+    char dir2[512];
+    snprintf(dir2, sizeof dir2, "%s/Qwen3-tiny-bf16-norms", tmpdir);
+    if (TEST_CHECK(gguf_open(gpath, GGUF_OPEN_READ, &g, &err) == INF_OK, "%s", err.msg)) {
+        if (TEST_CHECK(ckpt_from_gguf(&c, g, "BF16", "BF16", 2), "names") && TEST_CHECK(ckpt_write(&c, dir2), "write") &&
+            TEST_CHECK(copy_file(TOKENIZER_JSON, path_in(dir2, "tokenizer.json")), "tokenizer.json")) {
+            inf_convert_options_default(&co);
+            if (TEST_CHECK(inf_convert_checkpoint(dir2, conv, &co, &err) == INF_OK, "convert: %s", err.msg)) {
+                gguf_file *q = NULL;
+                if (TEST_CHECK(gguf_open(conv, GGUF_OPEN_METADATA_ONLY, &q, &err) == INF_OK, "%s", err.msg)) {
+                    const gguf_tensor *norm = gguf_find_tensor(q, "blk.0.attn_norm.weight");
+                    const gguf_tensor *wq = gguf_find_tensor(q, "blk.0.attn_q.weight");
+                    TEST_CHECK(norm && norm->type == INF_DTYPE_F32 && wq && wq->type == INF_DTYPE_BF16,
+                               "norms f32, matrices bf16");
+                    gguf_close(q);
+                }
+                expect_same_logits("converted from bf16 norms vs the directory", conv, false, dir2, false, true);
+            }
+        }
+        ckpt_free(&c);
+        gguf_close(g);
+    }
+    remove(path_in(dir2, "tokenizer.json"));
+    TEST_CHECK(inf_convert_checkpoint(dir2, conv, NULL, &err) == INF_ERR_IO && strstr(err.msg, "no tokenizer.json"),
+               "convert without tokenizer.json: %s", err.msg);
+    TEST_CHECK(inf_convert_checkpoint(gpath, conv, NULL, &err) == INF_ERR_IO && strstr(err.msg, "not a directory"),
+               "convert of a file: %s", err.msg);
 
     /* without tokenizer files: no tokenizer, the built-in template, Qwen3's sampling */
     remove(path_in(dir, "tokenizer.json"));

@@ -84,6 +84,11 @@ done
 expect 1 "hf-badst/model.safetensors: tensor 'a': expected an object" run -m "$tmp/hf-badst" -p hi
 expect 1 "hf-badjson/config.json: \"hidden_size\" must be an integer" logits -m "$tmp/hf-badjson" --tokens 1
 expect 2 "--quantize wants q8_0, got 'q4_k'" run -m "$M" -p hi --quantize q4_k
+expect 1 "hf-noweights: no tokenizer.json" convert "$tmp/hf-noweights" -o "$tmp/out.gguf"
+expect 1 "tiny.gguf: not a directory" convert "$M" -o "$tmp/out.gguf"
+expect 2 "-o OUT.gguf is required" convert "$tmp/hf-llama"
+expect 2 "--type wants f32, f16, bf16 or q8_0, got 'q4'" convert "$tmp/hf-llama" -o "$tmp/out.gguf" --type q4
+if [ -e "$tmp/out.gguf" ]; then bad "convert left $tmp/out.gguf behind"; else ok; fi
 expect 2 "--quantize wants q8_0, got 'bf16'" serve -m "$M" --quantize bf16
 
 # prompts
@@ -126,7 +131,7 @@ expect 2 "unknown command 'frobnicate'" frobnicate
 expect 1 "context length 100000 exceeds the model's 40960" run -m "$M" -p hi -c 100000
 
 # help and version: stdout, exit 0
-for cmd in run chat info tokenize detokenize template bench synth logits; do
+for cmd in run chat info tokenize detokenize template bench synth logits convert; do
     if "$INFERNO" $cmd --help >"$tmp/out" 2>"$tmp/err" && grep -q "^usage: inferno $cmd" "$tmp/out" && [ ! -s "$tmp/err" ]; then ok; else bad "$cmd --help"; fi
 done
 if "$INFERNO" --version | grep -Eq "^inferno [0-9]+\.[0-9]+\.[0-9]+$"; then ok; else bad "--version"; fi
