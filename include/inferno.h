@@ -96,7 +96,9 @@ typedef struct inf_load_options {
     /* Quantize on load: every matrix stored as F32, F16 or BF16 (token_embd
      * and output too) is converted to quantize_type into anonymous memory
      * owned by the model; norms stay f32, quantized matrices stay as they
-     * are. Only INF_DTYPE_Q8_0 is accepted (else INF_ERR_INVALID). */
+     * are. Only INF_DTYPE_Q8_0 is accepted (else INF_ERR_INVALID). The
+     * file is then mapped and read once; with use_mmap false the matrices
+     * already quantized are copied into anonymous memory too. */
     bool quantize;
     inf_dtype quantize_type;
     /* Called from the loading thread with the fraction done (0..1), first

@@ -465,6 +465,9 @@ static void test_same_weights(void) {
         /* quantized on load = the Q8_0 GGUF of the same weights */
         expect_same_logits("f32 dir quantized on load vs q8_0 gguf", gq8, false, d32, true, true);
         expect_same_logits("f32 gguf quantized on load vs q8_0 gguf", gq8, false, g32, true, true);
+        expect_same_logits("f32 dir quantized on load, no mmap", gq8, false, d32, true, false);
+        /* nothing to quantize: the Q8_0 matrices are copied into memory */
+        expect_same_logits("q8_0 gguf with quantize, no mmap", gq8, false, gq8, true, false);
     }
 
     /* F16, one file */
@@ -543,9 +546,6 @@ static void test_same_weights(void) {
         inf_model_get_info(m, &in);
         gguf_file *q = NULL;
         if (TEST_CHECK(gguf_open(gq8, GGUF_OPEN_METADATA_ONLY, &q, &err) == INF_OK, "%s", err.msg)) {
-            uint64_t norm_bytes = 0;
-            for (uint64_t i = 0; i < q->n_tensors; i++)
-                if (q->tensors[i].n_dims == 1) norm_bytes += q->tensors[i].nbytes;
             TEST_CHECK(in.weight_type == INF_DTYPE_Q8_0 && in.weight_bytes == q->data_bytes,
                        "quantized: type %s, %llu bytes (the q8_0 GGUF's %llu)", inf_dtype_name(in.weight_type),
                        (unsigned long long)in.weight_bytes, (unsigned long long)q->data_bytes);

@@ -304,7 +304,8 @@ static void choose_kv_rotation(inf_model *m) {
 
 /* The weights and metadata: a GGUF file, or a checkpoint directory. */
 static inf_status open_weights(const char *path, const inf_load_options *opt, gguf_file **out, inf_error *err) {
-    gguf_open_mode mode = opt->use_mmap ? GGUF_OPEN_MMAP : GGUF_OPEN_READ;
+    /* quantizing reads the file once into anonymous memory itself: map it */
+    gguf_open_mode mode = opt->use_mmap || opt->quantize ? GGUF_OPEN_MMAP : GGUF_OPEN_READ;
     if (hf_checkpoint_is_dir(path))
         return hf_checkpoint_open(path, mode, opt->progress, opt->progress_user, out, err);
     return gguf_open_progress(path, mode, opt->progress, opt->progress_user, out, err);
@@ -359,7 +360,7 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     }
     if (m->opt.n_ctx == 0) m->opt.n_ctx = INF_MIN(m->cfg.n_ctx_train, 4096);
     summarize_weights(m);
-    if (opt->quantize && (st = model_quantize_weights(m, opt->quantize_type, err))) {
+    if (opt->quantize && (st = model_quantize_weights(m, opt->quantize_type, !opt->use_mmap, err))) {
         inf_model_free(m);
         return st;
     }

@@ -66,8 +66,9 @@ struct inf_model {
 };
 
 /* Converts the F32/F16/BF16 matrices to type (only INF_DTYPE_Q8_0) into
- * m->quant_arena and rebinds them (quantize_load.c). */
-inf_status model_quantize_weights(inf_model *m, inf_dtype type, inf_error *err);
+ * m->quant_arena and rebinds them; with copy_others the other matrices
+ * are copied there too (quantize_load.c). */
+inf_status model_quantize_weights(inf_model *m, inf_dtype type, bool copy_others, inf_error *err);
 
 /* Most tokens one forward pass takes; longer evaluations are split. */
 enum { QWEN3_UBATCH = 512 };

@@ -4,7 +4,9 @@
  * (token_embd and output included, as llama.cpp's quantizer treats them
  * for a Q8_0 file) becomes Q8_0 in one anonymous arena the model owns;
  * norms stay f32 (model.c keeps them as f32 copies anyway), matrices
- * already quantized are kept.
+ * already quantized are kept (copied into the arena with copy_others, so
+ * that with --no-mmap every weight the forward pass reads is in anonymous
+ * memory while the file itself is only mapped and read once).
  *
  * Each row is widened to f32 and quantized by inf_quantize_row_q8_0, the
  * reference the synthetic-model writer uses, so an F32 checkpoint
@@ -19,6 +21,10 @@
 #include "core/pool.h"
 
 #include <string.h>
+
+static bool is_float_type(inf_dtype t) {
+    return t == INF_DTYPE_F32 || t == INF_DTYPE_F16 || t == INF_DTYPE_BF16;
+}
 
 typedef struct quant_matrix {
     inf_weight *w;
@@ -46,6 +52,10 @@ static void quantize_task(void *ctx, int task, int thread) {
     float *row = job->scratch + (size_t)thread * (size_t)job->max_cols;
     for (int64_t r = t->row0; r < t->row1; r++) {
         const uint8_t *src = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+        if (!is_float_type(w->type)) { /* copied as it is */
+            memcpy(q->dst + (size_t)r * q->dst_row_bytes, src, w->row_bytes);
+            continue;
+        }
         const float *x = (const float *)src;
         if (w->type != INF_DTYPE_F32) {
             inf_dequantize_row(w->type, src, row, w->cols);
@@ -55,11 +65,7 @@ static void quantize_task(void *ctx, int task, int thread) {
     }
 }
 
-static bool is_float_type(inf_dtype t) {
-    return t == INF_DTYPE_F32 || t == INF_DTYPE_F16 || t == INF_DTYPE_BF16;
-}
-
-inf_status model_quantize_weights(inf_model *m, inf_dtype type, inf_error *err) {
+inf_status model_quantize_weights(inf_model *m, inf_dtype type, bool copy_others, inf_error *err) {
     if (type != INF_DTYPE_Q8_0)
         return inf_errorf(err, INF_ERR_INVALID, "cannot quantize on load to %s (only q8_0)", inf_dtype_name(type));
     const int per_layer = 7;
@@ -90,9 +96,10 @@ inf_status model_quantize_weights(inf_model *m, inf_dtype type, inf_error *err) 
     uint64_t old_bytes = 0, new_bytes = 0;
     for (int i = 0; i < n_all; i++) {
         inf_weight *w = all[i];
-        if (!is_float_type(w->type)) continue;
-        uint64_t row_bytes;
-        if (!inf_dtype_row_bytes(type, (uint64_t)w->cols, &row_bytes)) {
+        bool convert = is_float_type(w->type);
+        if (!convert && !copy_others) continue;
+        uint64_t row_bytes = w->row_bytes;
+        if (convert && !inf_dtype_row_bytes(type, (uint64_t)w->cols, &row_bytes)) {
             st = inf_errorf(err, INF_ERR_INVALID, "%s: cannot quantize '%s' to %s: %lld columns are not a multiple of %d",
                             m->path, w->name, inf_dtype_name(type), (long long)w->cols, INF_Q8_0_BLOCK);
             goto done;
@@ -130,15 +137,19 @@ inf_status model_quantize_weights(inf_model *m, inf_dtype type, inf_error *err) 
     }
     quant_job job = {.mats = mats, .tasks = tasks, .scratch = scratch, .max_cols = max_cols};
     inf_pool_run(pool, (int)n_tasks, quantize_task, &job);
+    int n_converted = 0;
     for (int i = 0; i < n_mats; i++) {
         inf_weight *w = mats[i].w;
-        w->type = type;
+        if (is_float_type(w->type)) {
+            w->type = type;
+            n_converted++;
+        }
         w->row_bytes = mats[i].dst_row_bytes;
         w->data = mats[i].dst;
     }
     if (m->tied_output) m->output = m->token_embd;
     m->weight_bytes = m->weight_bytes - old_bytes + new_bytes;
-    m->weight_type = type;
+    if (n_converted) m->weight_type = type;
 done:
     inf_pool_free(pool);
     free(scratch);
