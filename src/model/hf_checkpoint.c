@@ -417,9 +417,6 @@ static inf_status set_sampling(builder *b, const char *dir, inf_error *err) {
 
 /* ------------------------------------------------------------------ shards and the index */
 
-static inf_status add_shard(hf_storage *s, const char *path, safetensors_open_mode mode, size_t index, size_t count,
-                            void (*progress)(double, void *), void *user, inf_error *err);
-
 typedef struct shard_progress {
     void (*fn)(double, void *);
     void *user;
