@@ -11,6 +11,9 @@
  *                  logits of every prompt position and of decode steps are
  *                  bit-identical to the GGUF's, mapped and read into
  *                  memory, with a shard whose data is misaligned;
+ *   llama.cpp      the golden tiny-a models as directories: bit-identical
+ *                  to their GGUFs, and the F32 one within 1e-4 of
+ *                  llama.cpp's final logits on the golden prompts;
  *   quantize       an F32 directory loaded with quantize q8_0 gives the
  *                  logits of the Q8_0 GGUF synth writes from the same
  *                  weights, bit for bit;
@@ -559,6 +562,78 @@ static void test_same_weights(void) {
                "quantize to bf16 refused: %s", err.msg);
 }
 
+/* ------------------------------------------------------------------ llama.cpp's logits */
+
+/* The golden tiny-a models (tests/data/golden) as directories: the F32 one
+ * within test_golden's exact budget (1e-4) of llama.cpp's final logits on
+ * each golden prompt, and every type bit-identical to its GGUF (whose
+ * distance to llama.cpp test_golden holds within its budgets). */
+static void test_golden_dirs(void) {
+    test_begin("golden models as directories");
+    static const struct {
+        const char *model, *dtype;
+    } models[] = {{"tiny-a-f32", "F32"}, {"tiny-a-f16", "F16"}, {"tiny-a-bf16", "BF16"}};
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+        char gguf[256], dir[512];
+        snprintf(gguf, sizeof gguf, "tests/data/golden/%s.gguf", models[k].model);
+        snprintf(dir, sizeof dir, "%s/golden-%s", tmpdir, models[k].model);
+        gguf_file *g = NULL;
+        inf_error err = {0};
+        if (!TEST_CHECK(gguf_open(gguf, GGUF_OPEN_READ, &g, &err) == INF_OK, "%s", err.msg)) continue;
+        ckpt c;
+        bool ok = TEST_CHECK(ckpt_from_gguf(&c, g, models[k].dtype, "F32", 2), "names") &&
+                  TEST_CHECK(ckpt_write(&c, dir), "write %s", dir);
+        ckpt_free(&c);
+        gguf_close(g);
+        if (!ok) continue;
+        expect_same_logits(models[k].model, gguf, false, dir, false, true);
+        if (k != 0) continue;
+        inf_model *m = NULL;
+        inf_session *s = NULL;
+        inf_load_options o;
+        inf_load_options_default(&o);
+        o.n_threads = 2;
+        if (!TEST_CHECK(inf_model_load(dir, &o, &m, &err) == INF_OK, "load %s: %s", dir, err.msg)) continue;
+        inf_model_info in;
+        inf_model_get_info(m, &in);
+        float *logits = malloc((size_t)in.n_vocab * sizeof *logits);
+        for (int p = 1; p <= 3; p++) {
+            char path[256];
+            snprintf(path, sizeof path, "tests/data/golden/%s.p%d.json", models[k].model, p);
+            char *text = test_read_file(path, NULL);
+            snprintf(path, sizeof path, "tests/data/golden/%s.p%d.final.f32", models[k].model, p);
+            size_t n_ref = 0;
+            float *ref = (float *)test_read_file(path, &n_ref);
+            /* the prompt ids: "prompt_tokens": [a, b, ...] */
+            const char *at = text ? strstr(text, "\"prompt_tokens\"") : NULL;
+            int32_t ids[4096];
+            int n = 0;
+            if (at && (at = strchr(at, '['))) {
+                char *end;
+                for (at++; n < 4096; at = end + (*end == ',')) {
+                    long v = strtol(at, &end, 10);
+                    if (end == at) break;
+                    ids[n++] = (int32_t)v;
+                }
+            }
+            if (TEST_CHECK(n > 0 && ref && n_ref == (size_t)in.n_vocab * sizeof(float), "golden p%d (%d ids)", p, n) &&
+                TEST_CHECK(inf_session_new(m, n + 1, &s, &err) == INF_OK, "%s", err.msg) &&
+                TEST_CHECK(inf_session_eval(s, ids, n, INF_LOGITS_LAST, logits, &err) == INF_OK, "%s", err.msg)) {
+                double worst = 0;
+                for (int i = 0; i < in.n_vocab; i++) worst = fmax(worst, fabs((double)logits[i] - (double)ref[i]));
+                TEST_CHECK(worst <= 1e-4, "%s p%d: max |ours - llama.cpp| = %g (budget 1e-4)", dir, p, worst);
+                printf("  %s as a directory, p%d: max |logit - llama.cpp's| = %.3g\n", models[k].model, p, worst);
+            }
+            inf_session_free(s);
+            s = NULL;
+            free(text);
+            free(ref);
+        }
+        free(logits);
+        inf_model_free(m);
+    }
+}
+
 /* ------------------------------------------------------------------ tokenizer, template, sampling */
 
 static void test_tokenizer_files(void) {
@@ -1077,6 +1152,7 @@ int main(void) {
     if (!tmpdir) return 1;
     test_corrupt_safetensors();
     test_same_weights();
+    test_golden_dirs();
     test_tokenizer_files();
     test_bad_dirs();
     test_tmpdir_remove();
