@@ -222,6 +222,12 @@ static inf_status parse_config(const char *path, const cJSON *cfg, hf_config *c,
     if (c->head_dim < 1)
         return inf_errorf(err, INF_ERR_FORMAT, "%s: hidden_size %lld / num_attention_heads %lld leaves no head_dim", path,
                           (long long)c->n_embd, (long long)c->n_head);
+    if (c->n_head % c->n_head_kv != 0)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: \"num_attention_heads\" (%lld) is not a multiple of "
+                          "\"num_key_value_heads\" (%lld)", path, (long long)c->n_head, (long long)c->n_head_kv);
+    if (c->head_dim % 2 != 0)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: \"head_dim\" (%lld) must be even (RoPE pairs)", path,
+                          (long long)c->head_dim);
     c->rms_eps = 1e-6;
     c->rope_theta = 10000.0;
     if ((st = cfg_float(cfg, path, "rms_norm_eps", 0, 1, &c->rms_eps, &found, err))) return st;

@@ -35,7 +35,8 @@ bool hf_checkpoint_is_dir(const char *path);
  * values, the index's consistency with the shards, each tensor's name,
  * dtype and shape against config.json, and that no tensor is missing or
  * unknown. Errors are one line naming the file and the key or tensor.
- * The returned file owns the shards; gguf_close releases everything.
+ * The returned file owns the shards; gguf_close releases everything. It
+ * is read-only once open and may be read from any thread.
  */
 inf_status hf_checkpoint_open(const char *dir, gguf_open_mode mode, void (*progress)(double fraction, void *user),
                               void *progress_user, gguf_file **out, inf_error *err);
