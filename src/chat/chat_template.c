@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef enum chat_format {
     CHAT_FORMAT_QWEN3,
@@ -155,8 +156,24 @@ static inf_status load_from_config(const char *path, const json_value *config, i
     return st;
 }
 
+static bool is_dir(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 inf_status inf_chat_template_load(const char *path, inf_chat_template **out, inf_error *err) {
     *out = NULL;
+    if (is_dir(path)) { /* a Hugging Face checkpoint: its tokenizer_config.json */
+        size_t n = strlen(path);
+        char *config_path = malloc(n + sizeof "/tokenizer_config.json");
+        if (!config_path) return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", path);
+        snprintf(config_path, n + sizeof "/tokenizer_config.json", "%s%stokenizer_config.json", path,
+                 n && path[n - 1] == '/' ? "" : "/");
+        inf_status st = file_exists(config_path) ? inf_chat_template_load(config_path, out, err)
+                                                 : template_new(CHAT_FORMAT_QWEN3, DESCRIBE_BUILTIN, out, err);
+        free(config_path);
+        return st;
+    }
     char magic[4] = {0};
     FILE *f = fopen(path, "rb");
     if (!f) return inf_errorf(err, INF_ERR_IO, "%s: cannot open", path);

@@ -21,6 +21,7 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 int cmd_run(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
@@ -59,7 +60,12 @@ typedef struct cli_model_args {
     bool no_mmap;             /* --no-mmap */
     bool trace;               /* --trace */
     inf_kv_type kv_type;      /* --kv-type */
+    bool quantize;            /* --quantize TYPE */
+    inf_dtype quantize_type;
 } cli_model_args;
+
+/* Parses --quantize's value (q8_0); false after printing a usage error. */
+bool cli_parse_quantize(const char *cmd, const char *v, inf_dtype *out);
 
 /* Tries to consume argv[*i] (and its value) as one of the shared model
  * flags. Returns 1 when consumed, 0 when not a shared flag, -1 on a bad

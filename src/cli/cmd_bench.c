@@ -52,6 +52,7 @@ static const char *usage_text =
     "               the file (compare engines this way: mapped reads are erratic\n"
     "               on some VMs)\n"
     "  --kv-type    KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
+    "  --quantize q8_0  convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --no-warmup  skip the warm-up runs\n"
     "  --bw-mib N   buffer size for the bandwidth measurement (default 1024;\n"
     "               0 = do not measure)\n"

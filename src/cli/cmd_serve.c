@@ -18,7 +18,8 @@ static const char *usage =
     "/health and /metrics. Stops on SIGINT or SIGTERM: new requests are\n"
     "refused, running ones get the grace period, then are cancelled.\n"
     "\n"
-    "  -m, --model PATH       GGUF model (default: $INFERNO_MODEL, else the synthetic model)\n"
+    "  -m, --model PATH       GGUF file or Hugging Face checkpoint directory\n"
+    "                         (default: $INFERNO_MODEL, else the synthetic model)\n"
     "  --host ADDR            address to listen on (default 127.0.0.1)\n"
     "  --port N               port (default 8080; 0 = any free port, printed at startup)\n"
     "  --api-key KEY          require this key (Authorization: Bearer KEY, or x-api-key)\n"
@@ -38,6 +39,7 @@ static const char *usage =
     "  --timeout S            close connections idle for S seconds (default 600)\n"
     "  --grace S              seconds running requests get to finish at shutdown (default 10)\n"
     "  --no-mmap              read the weights into memory instead of mapping the file\n"
+    "  --quantize q8_0        convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --quiet                no per-request log lines\n"
     "\n"
     "Exit codes: 0 after a clean shutdown, 1 when the model or the address fails, 2 for bad flags.\n";
@@ -88,6 +90,10 @@ int cmd_serve(int argc, char **argv) {
         if (!strcmp(f, "--quiet")) { o.quiet = true; continue; }
         if (!(v = cli_flag_value("serve", argc, argv, &i))) goto out;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) o.model_path = v;
+        else if (!strcmp(f, "--quantize")) {
+            if (!cli_parse_quantize("serve", v, &o.quantize_type)) goto out;
+            o.quantize = true;
+        }
         else if (!strcmp(f, "--host")) o.host = v;
         else if (!strcmp(f, "--port")) {
             if (!cli_parse_int(v, 0, 65535, &n)) { bad(f, "a port from 0 to 65535", v); goto out; }

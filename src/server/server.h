@@ -42,6 +42,8 @@ typedef struct server_options {
     int max_queue;            /* --max-queue: requests waiting beyond the running ones before 429 (default 256) */
     bool strict_model;        /* --strict-model */
     bool no_mmap;             /* --no-mmap */
+    bool quantize;            /* --quantize TYPE */
+    inf_dtype quantize_type;
     bool quiet;               /* --quiet: no per-request log lines */
 } server_options;
 

@@ -427,6 +427,8 @@ static void *loader_main(void *arg) {
     lo.n_threads = o->n_threads;
     lo.use_mmap = !o->no_mmap;
     lo.kv_type = o->kv_type;
+    lo.quantize = o->quantize;
+    lo.quantize_type = o->quantize_type;
     lo.n_ctx = o->n_ctx ? o->n_ctx : 1; /* the sessions' size; the engine has its own */
     if (inf_model_load(o->model_path, &lo, &srv->model, &err)) goto fail;
     inf_model_info info;

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------------ load and query */
 
@@ -31,6 +32,16 @@ inf_status inf_tokenizer_load(const char *path, inf_tokenizer **out, inf_error *
     if (!out) return inf_errorf(err, INF_ERR_INVALID, "inf_tokenizer_load: out is NULL");
     *out = NULL;
     if (!path) return inf_errorf(err, INF_ERR_INVALID, "inf_tokenizer_load: path is NULL");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a Hugging Face checkpoint: its tokenizer.json */
+        size_t n = strlen(path);
+        char *json_path = malloc(n + sizeof "/tokenizer.json");
+        if (!json_path) return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", path);
+        snprintf(json_path, n + sizeof "/tokenizer.json", "%s%stokenizer.json", path, n && path[n - 1] == '/' ? "" : "/");
+        inf_status st = tokenizer_load_json(json_path, out, err);
+        free(json_path);
+        return st;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) return inf_errorf(err, INF_ERR_IO, "%s: %s", path, strerror(errno));
     char magic[4] = {0};
