@@ -27,6 +27,7 @@
 
 #include "backend/cpu.h"
 #include "core/dtype.h"
+#include "core/quant.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -131,6 +132,46 @@ static void run_matmul(const inf_ops *ops, void *ctx, float *out) {
     ops->matmul(ops, &c->w, c->x, c->n, 0, out, c->scratch);
 }
 
+/* A random f16 of magnitude in [lo, hi), of either sign when `signed_`. */
+static inf_f16 random_f16(float lo, float hi, bool signed_) {
+    const float v = rng_uniform(lo, hi);
+    return inf_f32_to_f16(signed_ && rng_next() % 2 ? -v : v);
+}
+
+/* A row of random blocks of a GGUF block type: every quant and scale bit
+ * random, the f16 scales (and mins) set to small finite values. */
+static void random_quant_row(inf_dtype type, void *dst, int64_t cols) {
+    const size_t bb = inf_dtype_block_bytes(type);
+    const int64_t nb = cols / inf_dtype_block_elems(type);
+    uint8_t *p = dst;
+    for (size_t i = 0; i < (size_t)nb * bb; i++) p[i] = (uint8_t)rng_next();
+    for (int64_t b = 0; b < nb; b++) {
+        void *blk = p + (size_t)b * bb;
+        switch (type) {
+        case INF_DTYPE_Q4_1: ((inf_block_q4_1 *)blk)->m = random_f16(0.001f, 0.02f, true); /* fall through */
+        case INF_DTYPE_Q4_0: case INF_DTYPE_IQ4_NL: ((inf_block_q4_0 *)blk)->d = random_f16(0.001f, 0.02f, true); break;
+        case INF_DTYPE_Q5_1: ((inf_block_q5_1 *)blk)->m = random_f16(0.001f, 0.02f, true); /* fall through */
+        case INF_DTYPE_Q5_0: ((inf_block_q5_0 *)blk)->d = random_f16(0.001f, 0.02f, true); break;
+        case INF_DTYPE_Q2_K:
+            ((inf_block_q2_K *)blk)->d = random_f16(0.001f, 0.02f, false);
+            ((inf_block_q2_K *)blk)->dmin = random_f16(0.001f, 0.02f, false);
+            break;
+        case INF_DTYPE_Q3_K: ((inf_block_q3_K *)blk)->d = random_f16(0.0001f, 0.002f, true); break;
+        case INF_DTYPE_Q4_K:
+            ((inf_block_q4_K *)blk)->d = random_f16(0.0001f, 0.002f, false);
+            ((inf_block_q4_K *)blk)->dmin = random_f16(0.0001f, 0.002f, false);
+            break;
+        case INF_DTYPE_Q5_K:
+            ((inf_block_q5_K *)blk)->d = random_f16(0.0001f, 0.002f, false);
+            ((inf_block_q5_K *)blk)->dmin = random_f16(0.0001f, 0.002f, false);
+            break;
+        case INF_DTYPE_Q6_K: ((inf_block_q6_K *)blk)->d = random_f16(0.00001f, 0.0002f, true); break;
+        case INF_DTYPE_IQ4_XS: ((inf_block_iq4_xs *)blk)->d = random_f16(0.0001f, 0.002f, true); break;
+        default: break;
+        }
+    }
+}
+
 /* A random weight of the type; Q8_0 quants include -128 (legal in files). */
 static void *make_weight(inf_dtype type, int64_t rows, int64_t cols, size_t *row_bytes, float *deq) {
     uint64_t rb;
@@ -155,6 +196,7 @@ static void *make_weight(inf_dtype type, int64_t rows, int64_t cols, size_t *row
             if (rng_next() % 3 == 0) b[rng_next() % (uint64_t)(cols / 32)].q[rng_next() % 32] = -128;
             break;
         }
+        default: random_quant_row(type, dst, cols); break;
         }
         inf_dequantize_row(type, dst, deq + (size_t)r * cols, cols);
     }
@@ -181,7 +223,9 @@ static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int
     run_all_threads(s, run_matmul, &c, got, n_out);
 
     const bool gemm_exact = s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX;
-    const bool exact = s->isa == INF_ISA_REF || (gemm_exact && type == INF_DTYPE_Q8_0 && n >= 8);
+    const bool kquant_exact = (s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) &&
+                              (type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K || type == INF_DTYPE_Q6_K);
+    const bool exact = s->isa == INF_ISA_REF || (gemm_exact && type == INF_DTYPE_Q8_0 && n >= 8) || kquant_exact;
     int reported = 0;
     for (int t = 0; t < n; t++)
         for (int64_t r = 0; r < rows; r++) {
@@ -237,6 +281,52 @@ static void test_matmul(const isa_ops *s) {
             for (size_t ci = 0; ci < 3; ci++) test_matmul_case(s, INF_DTYPE_BF16, tile_rows[ri], tile_bf16_cols[ci], tile_ns[ni]);
         }
     printf("%s matmul: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
+}
+
+/* The GGUF block types: ragged row counts, one and several blocks per row,
+ * token counts around the matvec's and the gemm's (which these types do not
+ * use) thresholds; and batch invariance: each row of an n-token product is
+ * bit-identical to the same token alone. */
+static void test_matmul_quant(const isa_ops *s) {
+    static const inf_dtype types[] = {INF_DTYPE_Q4_0, INF_DTYPE_Q4_1, INF_DTYPE_Q5_0, INF_DTYPE_Q5_1,
+                                      INF_DTYPE_IQ4_NL, INF_DTYPE_Q2_K, INF_DTYPE_Q3_K, INF_DTYPE_Q4_K,
+                                      INF_DTYPE_Q5_K, INF_DTYPE_Q6_K, INF_DTYPE_IQ4_XS};
+    static const int64_t rows_list[] = {1, 17, 70};
+    static const int64_t blocks_list[] = {1, 3, 8};
+    static const int ns[] = {1, 2, 5, 9};
+    worst_ratio = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+        for (size_t ri = 0; ri < sizeof rows_list / sizeof *rows_list; ri++)
+            for (size_t bi = 0; bi < sizeof blocks_list / sizeof *blocks_list; bi++)
+                for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+                    const int64_t cols = blocks_list[bi] * inf_dtype_block_elems(types[ti]);
+                    if (ns[ni] > 2 && (ri + bi) % 2) continue;
+                    test_matmul_case(s, types[ti], rows_list[ri], cols, ns[ni]);
+                }
+    printf("%s matmul (block types): worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
+
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const inf_dtype type = types[ti];
+        const int64_t rows = 37, cols = 2 * inf_dtype_block_elems(type) + (type == INF_DTYPE_Q4_0 ? 32 : 0);
+        const int n = 11;
+        char label[160];
+        begin(label, sizeof label, s, "matmul %s batch invariance n=%d", inf_dtype_name(type), n);
+        float *deq = malloc((size_t)(rows * cols) * sizeof(float));
+        inf_weight w = {.name = "w", .type = type, .rows = rows, .cols = cols};
+        w.data = make_weight(type, rows, cols, &w.row_bytes, deq);
+        float *x = malloc((size_t)n * (size_t)cols * sizeof(float));
+        fill_uniform(x, (size_t)n * (size_t)cols, -2.0f, 2.0f);
+        void *scratch = alloc_bytes((size_t)n * (size_t)cols * sizeof(float));
+        float *all = alloc_out((size_t)n * rows), *one = alloc_out((size_t)rows);
+        const inf_ops *ops = s->ops[1];
+        ops->matmul(ops, &w, x, n, 3, all, scratch); /* 3 decode rows, 8 prefill rows */
+        for (int t = 0; t < n; t++) {
+            ops->matmul(ops, &w, x + (size_t)t * cols, 1, 1, one, scratch);
+            TEST_CHECK(memcmp(one, all + (size_t)t * rows, (size_t)rows * sizeof(float)) == 0,
+                       "token %d alone differs from the same token among %d", t, n);
+        }
+        free(deq), free((void *)w.data), free(x), free(scratch), free(all), free(one);
+    }
 }
 
 /* matmul_group: three weights of one type and width (rows not multiples
@@ -859,6 +949,7 @@ int main(void) {
         for (int t = 0; t < N_THREAD_COUNTS; t++) ok &= inf_ops_cpu_new(s.isa, t + 1, &s.ops[t], &err) == INF_OK;
         if (TEST_CHECK(ok, "create %s backend: %s", inf_isa_name(s.isa), err.msg)) {
             test_matmul(&s);
+            test_matmul_quant(&s);
             test_matmul_group(&s);
             test_elementwise(&s);
             test_kv_store_q8_0_edges(&s);

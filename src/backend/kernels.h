@@ -79,6 +79,14 @@ typedef struct inf_kernels {
      * an exact integer dot per block, block sums added in order. Then decode
      * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul). */
     bool matvec_exact_q8_0;
+    /* The GGUF block types (Q4_0 ... IQ4_XS, core/quant.h) this ISA's matvec
+     * takes; NULL: none. For those, act_row_bytes / act_prepare give
+     * inf_quant_act_bytes rounded up to 64 / inf_quant_act_row (the blocks of
+     * the type's dot type, as ref.c rounds them). The others run ref.c's
+     * matmul, threaded. The block types have no gemm: all their rows run on
+     * matvec, whose rows do not depend on how many tokens share the call
+     * (tests/test_kernels.c checks), so decode and prefill rows share it. */
+    bool (*matvec_takes)(inf_dtype type);
 
     /* ---- attention, one KV head (all the query heads of its group) per task.
      * K and V are read through the views' block tables (inf_kv_rows), in
@@ -114,6 +122,9 @@ typedef struct inf_kernels {
  * F16, which each ISA rounds with its own instructions. */
 size_t inf_act_row_bytes_common(inf_dtype type, int64_t cols);
 void inf_act_prepare_common(inf_dtype type, const float *x, int64_t cols, void *row);
+/* The block types' activation rows, as every ISA lays them out. */
+size_t inf_act_row_bytes_quant(inf_dtype type, int64_t cols);
+void inf_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, void *row);
 
 /* rows[i] = the address of the cached row of (position p0 + i, KV head h),
  * for i < n. The block table is read once per run of consecutive positions

@@ -79,8 +79,8 @@ size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols) {
     case INF_DTYPE_BF16: return (size_t)pairs_of(cols) * 4;
     case INF_DTYPE_F16:
     case INF_DTYPE_F32: return (size_t)cols * 4;
+    default: return inf_act_row_bytes_quant(type, cols); /* the block types (quant_avx512.c) */
     }
-    return 0;
 }
 
 /* One block of 32 activations quantized as inf_quantize_row_q8_0 does:
@@ -165,6 +165,7 @@ void inf_avx512_act_prepare(inf_dtype type, const float *x, int64_t cols, void *
         break;
     }
     case INF_DTYPE_F32: memcpy(row, x, (size_t)cols * 4); break;
+    default: inf_act_prepare_quant(type, x, cols, row); break;
     }
 }
 
@@ -349,6 +350,9 @@ void inf_avx512_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_
             else if (nt == 3) f_matvec_nt(w, a, t0, 3, r0, r1, y, y_stride);
             else f_matvec_nt(w, a, t0, 4, r0, r1, y, y_stride);
             break;
+        default: /* the block types, all tokens at once */
+            inf_avx512_matvec_quant(w, a, r0, r1, y, y_stride);
+            return;
         }
     }
 }
@@ -558,6 +562,7 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
         }
         break;
     }
+    default: break; /* the block types have no gemm */
     }
 }
 

@@ -66,6 +66,12 @@ void inf_avx512_add(float *y, const float *x, size_t n);
 void inf_avx512_f32_to_f16(uint16_t *dst, const float *src, size_t n);
 void inf_avx512_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
 
+/* ---- avx512, the GGUF block types (quant_avx512.c): matvec on the
+ * activation rows of inf_act_prepare_quant, every token of a->n. */
+bool inf_avx512_matvec_takes(inf_dtype type);
+void inf_avx512_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
+                             size_t y_stride);
+
 /* ---- avx512+amx: avx512's table with the gemm on AMX tiles (Q8_0 and BF16;
  * other types, and BF16 rows under 16 columns, run avx512's gemm). */
 void inf_amx_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);

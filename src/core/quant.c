@@ -1,0 +1,423 @@
+/*
+ * quant.c — the scalar reference of the GGUF block types (quant.h):
+ * dequantization, activation quantization (Q8_1, Q8_K) and the dots.
+ */
+#include "core/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+const int8_t inf_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+bool inf_dtype_is_quant(inf_dtype type) {
+    switch (type) {
+    case INF_DTYPE_Q4_0: case INF_DTYPE_Q4_1: case INF_DTYPE_Q5_0: case INF_DTYPE_Q5_1:
+    case INF_DTYPE_IQ4_NL: case INF_DTYPE_Q2_K: case INF_DTYPE_Q3_K: case INF_DTYPE_Q4_K:
+    case INF_DTYPE_Q5_K: case INF_DTYPE_Q6_K: case INF_DTYPE_IQ4_XS:
+        return true;
+    default: return false;
+    }
+}
+
+inf_act_type inf_quant_act_type(inf_dtype type) {
+    switch (type) {
+    case INF_DTYPE_Q4_1: case INF_DTYPE_Q5_1: return INF_ACT_Q8_1;
+    case INF_DTYPE_Q2_K: case INF_DTYPE_Q3_K: case INF_DTYPE_Q4_K: case INF_DTYPE_Q5_K:
+    case INF_DTYPE_Q6_K: case INF_DTYPE_IQ4_XS:
+        return INF_ACT_Q8_K;
+    default: return INF_ACT_Q8_0;
+    }
+}
+
+size_t inf_quant_act_bytes(inf_dtype type, int64_t n) {
+    switch (inf_quant_act_type(type)) {
+    case INF_ACT_Q8_1: return (size_t)(n / INF_QK) * sizeof(inf_block_q8_1);
+    case INF_ACT_Q8_K: return (size_t)(n / INF_QK_K) * sizeof(inf_block_q8_K);
+    case INF_ACT_Q8_0: break;
+    }
+    return (size_t)(n / INF_QK) * sizeof(inf_block_q8_0);
+}
+
+/* ------------------------------------------------------------------ activations */
+
+void inf_quantize_row_q8_1(const float *x, inf_block_q8_1 *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK; b++) {
+        const float *xb = x + b * INF_QK;
+        float amax = 0.0f;
+        for (int i = 0; i < INF_QK; i++) {
+            const float a = fabsf(xb[i]);
+            if (a > amax) amax = a;
+        }
+        const float d = amax / 127.0f;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        int sum = 0;
+        for (int i = 0; i < INF_QK; i++) {
+            y[b].qs[i] = (int8_t)nearbyintf(xb[i] * id);
+            sum += y[b].qs[i];
+        }
+        y[b].d = inf_f32_to_f16(d);
+        y[b].s = inf_f32_to_f16(d * (float)sum);
+    }
+}
+
+/* Round to nearest, ties to even, for |v| < 2^22 (ggml's nearest_int). */
+static int nearest_int(float v) {
+    const float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+void inf_quantize_row_q8_K(const float *x, inf_block_q8_K *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK_K; b++) {
+        const float *xb = x + b * INF_QK_K;
+        float max = 0.0f, amax = 0.0f;
+        for (int i = 0; i < INF_QK_K; i++) {
+            const float a = fabsf(xb[i]);
+            if (a > amax) {
+                amax = a;
+                max = xb[i];
+            }
+        }
+        if (amax == 0.0f) {
+            memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        const float iscale = -127.0f / max;
+        for (int i = 0; i < INF_QK_K; i++) {
+            const int v = nearest_int(iscale * xb[i]);
+            y[b].qs[i] = (int8_t)(v < 127 ? v : 127);
+        }
+        for (int g = 0; g < 16; g++) {
+            int sum = 0;
+            for (int i = 0; i < 16; i++) sum += y[b].qs[g * 16 + i];
+            y[b].bsums[g] = (int16_t)sum;
+        }
+        y[b].d = 1.0f / iscale;
+    }
+}
+
+void inf_quant_act_row(inf_dtype type, const float *x, int64_t n, void *act) {
+    switch (inf_quant_act_type(type)) {
+    case INF_ACT_Q8_0: inf_quantize_row_q8_0(x, act, n); break;
+    case INF_ACT_Q8_1: inf_quantize_row_q8_1(x, act, n); break;
+    case INF_ACT_Q8_K: inf_quantize_row_q8_K(x, act, n); break;
+    }
+}
+
+/* ------------------------------------------------------------------ element access */
+
+/* The integer quant of element i (0..31) of a 32-block, with its offset
+ * applied (Q4_0: q - 8; Q5_0: q - 16; IQ4_NL: the table value). */
+static int q4_nib(const uint8_t *qs, int i) { return i < 16 ? qs[i] & 0xF : qs[i - 16] >> 4; }
+
+static int q5_fifth(const uint8_t *qh, int i) {
+    uint32_t h;
+    memcpy(&h, qh, 4);
+    return (int)((h >> i) & 1) << 4;
+}
+
+/* ------------------------------------------------------------------ dequantize */
+
+void inf_dequantize_row_quant(inf_dtype type, const void *w, float *y, int64_t n) {
+    switch (type) {
+    case INF_DTYPE_Q4_0:
+        for (int64_t b = 0; b < n / INF_QK; b++) {
+            const inf_block_q4_0 *x = (const inf_block_q4_0 *)w + b;
+            const float d = inf_f16_to_f32(x->d);
+            for (int i = 0; i < INF_QK; i++) y[b * INF_QK + i] = (float)(q4_nib(x->qs, i) - 8) * d;
+        }
+        break;
+    case INF_DTYPE_Q4_1:
+        for (int64_t b = 0; b < n / INF_QK; b++) {
+            const inf_block_q4_1 *x = (const inf_block_q4_1 *)w + b;
+            const float d = inf_f16_to_f32(x->d), m = inf_f16_to_f32(x->m);
+            for (int i = 0; i < INF_QK; i++) y[b * INF_QK + i] = (float)q4_nib(x->qs, i) * d + m;
+        }
+        break;
+    case INF_DTYPE_Q5_0:
+        for (int64_t b = 0; b < n / INF_QK; b++) {
+            const inf_block_q5_0 *x = (const inf_block_q5_0 *)w + b;
+            const float d = inf_f16_to_f32(x->d);
+            for (int i = 0; i < INF_QK; i++)
+                y[b * INF_QK + i] = (float)((q4_nib(x->qs, i) | q5_fifth(x->qh, i)) - 16) * d;
+        }
+        break;
+    case INF_DTYPE_Q5_1:
+        for (int64_t b = 0; b < n / INF_QK; b++) {
+            const inf_block_q5_1 *x = (const inf_block_q5_1 *)w + b;
+            const float d = inf_f16_to_f32(x->d), m = inf_f16_to_f32(x->m);
+            for (int i = 0; i < INF_QK; i++)
+                y[b * INF_QK + i] = (float)(q4_nib(x->qs, i) | q5_fifth(x->qh, i)) * d + m;
+        }
+        break;
+    case INF_DTYPE_IQ4_NL:
+        for (int64_t b = 0; b < n / INF_QK; b++) {
+            const inf_block_iq4_nl *x = (const inf_block_iq4_nl *)w + b;
+            const float d = inf_f16_to_f32(x->d);
+            for (int i = 0; i < INF_QK; i++) y[b * INF_QK + i] = d * (float)inf_iq4nl_values[q4_nib(x->qs, i)];
+        }
+        break;
+    case INF_DTYPE_Q2_K:
+        for (int64_t b = 0; b < n / INF_QK_K; b++) {
+            const inf_block_q2_K *x = (const inf_block_q2_K *)w + b;
+            const float d = inf_f16_to_f32(x->d), dmin = inf_f16_to_f32(x->dmin);
+            for (int e = 0; e < INF_QK_K; e++) {
+                const uint8_t sc = x->scales[e / 16];
+                const int q = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+                const float dl = d * (float)(sc & 0xF), ml = dmin * (float)(sc >> 4);
+                y[b * INF_QK_K + e] = dl * (float)q - ml;
+            }
+        }
+        break;
+    case INF_DTYPE_Q3_K:
+        for (int64_t b = 0; b < n / INF_QK_K; b++) {
+            const inf_block_q3_K *x = (const inf_block_q3_K *)w + b;
+            const float d = inf_f16_to_f32(x->d);
+            int8_t sc[16];
+            inf_q3k_scales(x->scales, sc);
+            for (int e = 0; e < INF_QK_K; e++) {
+                const int q = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+                const int h = (x->hmask[e % 32] >> (e / 32)) & 1;
+                y[b * INF_QK_K + e] = d * (float)sc[e / 16] * (float)(q - (h ? 0 : 4));
+            }
+        }
+        break;
+    case INF_DTYPE_Q4_K:
+    case INF_DTYPE_Q5_K:
+        for (int64_t b = 0; b < n / INF_QK_K; b++) {
+            const bool five = type == INF_DTYPE_Q5_K;
+            const inf_block_q4_K *x4 = (const inf_block_q4_K *)w + b;
+            const inf_block_q5_K *x5 = (const inf_block_q5_K *)w + b;
+            const float d = inf_f16_to_f32(five ? x5->d : x4->d), dmin = inf_f16_to_f32(five ? x5->dmin : x4->dmin);
+            const uint8_t *scales = five ? x5->scales : x4->scales, *qs = five ? x5->qs : x4->qs;
+            for (int s = 0; s < 8; s++) {
+                uint8_t sc, m;
+                inf_q4k_scale_min(s, scales, &sc, &m);
+                const float ds = d * (float)sc, ms = dmin * (float)m;
+                for (int l = 0; l < 32; l++) {
+                    const uint8_t byte = qs[32 * (s / 2) + l];
+                    int q = s % 2 ? byte >> 4 : byte & 0xF;
+                    if (five && (x5->qh[l] >> s & 1)) q += 16;
+                    y[b * INF_QK_K + 32 * s + l] = ds * (float)q - ms;
+                }
+            }
+        }
+        break;
+    case INF_DTYPE_Q6_K:
+        for (int64_t b = 0; b < n / INF_QK_K; b++) {
+            const inf_block_q6_K *x = (const inf_block_q6_K *)w + b;
+            const float d = inf_f16_to_f32(x->d);
+            for (int e = 0; e < INF_QK_K; e++) {
+                const int half = e / 128, r = e % 128, l = r % 32, part = r / 32; /* part 0..3 */
+                const uint8_t lo = x->ql[64 * half + l + 32 * (part & 1)];
+                const int q = ((part < 2 ? lo & 0xF : lo >> 4) | (((x->qh[32 * half + l] >> (2 * part)) & 3) << 4)) - 32;
+                y[b * INF_QK_K + e] = d * (float)x->scales[e / 16] * (float)q;
+            }
+        }
+        break;
+    case INF_DTYPE_IQ4_XS:
+        for (int64_t b = 0; b < n / INF_QK_K; b++) {
+            const inf_block_iq4_xs *x = (const inf_block_iq4_xs *)w + b;
+            const float d = inf_f16_to_f32(x->d);
+            for (int ib = 0; ib < 8; ib++) {
+                const float dl = d * (float)inf_iq4xs_scale(x, ib);
+                for (int i = 0; i < 32; i++)
+                    y[b * INF_QK_K + 32 * ib + i] = dl * (float)inf_iq4nl_values[q4_nib(x->qs + 16 * ib, i)];
+            }
+        }
+        break;
+    default: break;
+    }
+}
+
+/* ------------------------------------------------------------------ dots */
+
+/* Integer quants of one super-block of a K type (or IQ4_XS) as signed
+ * values without their offset where the type has a min (Q2_K, Q4_K, Q5_K:
+ * 0..max; the min term is separate), with their offset otherwise. */
+static void kquant_values(inf_dtype type, const void *blk, int8_t q[INF_QK_K]) {
+    switch (type) {
+    case INF_DTYPE_Q2_K: {
+        const inf_block_q2_K *x = blk;
+        for (int e = 0; e < INF_QK_K; e++) q[e] = (int8_t)((x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3);
+        break;
+    }
+    case INF_DTYPE_Q3_K: {
+        const inf_block_q3_K *x = blk;
+        for (int e = 0; e < INF_QK_K; e++) {
+            const int v = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+            q[e] = (int8_t)(v - (((x->hmask[e % 32] >> (e / 32)) & 1) ? 0 : 4));
+        }
+        break;
+    }
+    case INF_DTYPE_Q4_K:
+    case INF_DTYPE_Q5_K: {
+        const bool five = type == INF_DTYPE_Q5_K;
+        const uint8_t *qs = five ? ((const inf_block_q5_K *)blk)->qs : ((const inf_block_q4_K *)blk)->qs;
+        for (int e = 0; e < INF_QK_K; e++) {
+            const int s = e / 32, l = e % 32;
+            const uint8_t byte = qs[32 * (s / 2) + l];
+            int v = s % 2 ? byte >> 4 : byte & 0xF;
+            if (five && (((const inf_block_q5_K *)blk)->qh[l] >> s & 1)) v += 16;
+            q[e] = (int8_t)v;
+        }
+        break;
+    }
+    case INF_DTYPE_Q6_K: {
+        const inf_block_q6_K *x = blk;
+        for (int e = 0; e < INF_QK_K; e++) {
+            const int half = e / 128, r = e % 128, l = r % 32, part = r / 32;
+            const uint8_t lo = x->ql[64 * half + l + 32 * (part & 1)];
+            q[e] = (int8_t)(((part < 2 ? lo & 0xF : lo >> 4) | (((x->qh[32 * half + l] >> (2 * part)) & 3) << 4)) - 32);
+        }
+        break;
+    }
+    case INF_DTYPE_IQ4_XS: {
+        const inf_block_iq4_xs *x = blk;
+        for (int e = 0; e < INF_QK_K; e++) q[e] = inf_iq4nl_values[q4_nib(x->qs + 16 * (e / 32), e % 32)];
+        break;
+    }
+    default: memset(q, 0, INF_QK_K); break;
+    }
+}
+
+/* Σ scale_sub * Σ q_w q_x of one super-block, the sub-block scales as
+ * integers; *imin = Σ bsums * min for the types with mins. */
+static int32_t kquant_isum(inf_dtype type, const void *blk, const inf_block_q8_K *a, int32_t *imin) {
+    int8_t q[INF_QK_K];
+    kquant_values(type, blk, q);
+    int sub = 16; /* elements per sub-block */
+    int32_t scale[16];
+    *imin = 0;
+    switch (type) {
+    case INF_DTYPE_Q2_K: {
+        const inf_block_q2_K *x = blk;
+        for (int j = 0; j < 16; j++) {
+            scale[j] = x->scales[j] & 0xF;
+            *imin += (int32_t)a->bsums[j] * (x->scales[j] >> 4);
+        }
+        break;
+    }
+    case INF_DTYPE_Q3_K: {
+        int8_t sc[16];
+        inf_q3k_scales(((const inf_block_q3_K *)blk)->scales, sc);
+        for (int j = 0; j < 16; j++) scale[j] = sc[j];
+        break;
+    }
+    case INF_DTYPE_Q4_K:
+    case INF_DTYPE_Q5_K: {
+        const uint8_t *s12 = type == INF_DTYPE_Q5_K ? ((const inf_block_q5_K *)blk)->scales
+                                                    : ((const inf_block_q4_K *)blk)->scales;
+        sub = 32;
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            inf_q4k_scale_min(j, s12, &sc, &m);
+            scale[j] = sc;
+            *imin += ((int32_t)a->bsums[2 * j] + a->bsums[2 * j + 1]) * m;
+        }
+        break;
+    }
+    case INF_DTYPE_Q6_K:
+        for (int j = 0; j < 16; j++) scale[j] = ((const inf_block_q6_K *)blk)->scales[j];
+        break;
+    case INF_DTYPE_IQ4_XS:
+        sub = 32;
+        for (int j = 0; j < 8; j++) scale[j] = inf_iq4xs_scale(blk, j);
+        break;
+    default: return 0;
+    }
+    int32_t isum = 0;
+    for (int j = 0; j < INF_QK_K / sub; j++) {
+        int32_t s = 0;
+        for (int i = j * sub; i < (j + 1) * sub; i++) s += (int32_t)q[i] * a->qs[i];
+        isum += scale[j] * s;
+    }
+    return isum;
+}
+
+static float kquant_d(inf_dtype type, const void *blk, float *dmin) {
+    *dmin = 0.0f;
+    switch (type) {
+    case INF_DTYPE_Q2_K:
+        *dmin = inf_f16_to_f32(((const inf_block_q2_K *)blk)->dmin);
+        return inf_f16_to_f32(((const inf_block_q2_K *)blk)->d);
+    case INF_DTYPE_Q3_K: return inf_f16_to_f32(((const inf_block_q3_K *)blk)->d);
+    case INF_DTYPE_Q4_K:
+        *dmin = inf_f16_to_f32(((const inf_block_q4_K *)blk)->dmin);
+        return inf_f16_to_f32(((const inf_block_q4_K *)blk)->d);
+    case INF_DTYPE_Q5_K:
+        *dmin = inf_f16_to_f32(((const inf_block_q5_K *)blk)->dmin);
+        return inf_f16_to_f32(((const inf_block_q5_K *)blk)->d);
+    case INF_DTYPE_Q6_K: return inf_f16_to_f32(((const inf_block_q6_K *)blk)->d);
+    case INF_DTYPE_IQ4_XS: return inf_f16_to_f32(((const inf_block_iq4_xs *)blk)->d);
+    default: return 0.0f;
+    }
+}
+
+float inf_quant_dot(inf_dtype type, const void *w, const void *act, int64_t n) {
+    float sum = 0.0f;
+    const size_t wb = inf_dtype_block_bytes(type);
+    if (inf_quant_act_type(type) == INF_ACT_Q8_K) {
+        const inf_block_q8_K *a = act;
+        for (int64_t b = 0; b < n / INF_QK_K; b++) {
+            const void *blk = (const char *)w + (size_t)b * wb;
+            int32_t imin;
+            const int32_t isum = kquant_isum(type, blk, &a[b], &imin);
+            float dmin;
+            const float d = kquant_d(type, blk, &dmin);
+            sum += (d * a[b].d) * (float)isum - (dmin * a[b].d) * (float)imin;
+        }
+        return sum;
+    }
+    for (int64_t b = 0; b < n / INF_QK; b++) {
+        const void *blk = (const char *)w + (size_t)b * wb;
+        const int8_t *xq;
+        float dx, sx = 0.0f;
+        if (inf_quant_act_type(type) == INF_ACT_Q8_1) {
+            const inf_block_q8_1 *a = (const inf_block_q8_1 *)act + b;
+            xq = a->qs;
+            dx = inf_f16_to_f32(a->d);
+            sx = inf_f16_to_f32(a->s);
+        } else {
+            const inf_block_q8_0 *a = (const inf_block_q8_0 *)act + b;
+            xq = a->q;
+            dx = inf_f16_to_f32(a->d);
+        }
+        int32_t isum = 0;
+        switch (type) {
+        case INF_DTYPE_Q4_0: {
+            const inf_block_q4_0 *x = blk;
+            for (int i = 0; i < INF_QK; i++) isum += (q4_nib(x->qs, i) - 8) * xq[i];
+            sum += (float)isum * (inf_f16_to_f32(x->d) * dx);
+            break;
+        }
+        case INF_DTYPE_Q5_0: {
+            const inf_block_q5_0 *x = blk;
+            for (int i = 0; i < INF_QK; i++) isum += ((q4_nib(x->qs, i) | q5_fifth(x->qh, i)) - 16) * xq[i];
+            sum += (float)isum * (inf_f16_to_f32(x->d) * dx);
+            break;
+        }
+        case INF_DTYPE_IQ4_NL: {
+            const inf_block_iq4_nl *x = blk;
+            for (int i = 0; i < INF_QK; i++) isum += inf_iq4nl_values[q4_nib(x->qs, i)] * xq[i];
+            sum += (float)isum * (inf_f16_to_f32(x->d) * dx);
+            break;
+        }
+        case INF_DTYPE_Q4_1: {
+            const inf_block_q4_1 *x = blk;
+            for (int i = 0; i < INF_QK; i++) isum += q4_nib(x->qs, i) * xq[i];
+            sum += (inf_f16_to_f32(x->d) * dx) * (float)isum + inf_f16_to_f32(x->m) * sx;
+            break;
+        }
+        case INF_DTYPE_Q5_1: {
+            const inf_block_q5_1 *x = blk;
+            for (int i = 0; i < INF_QK; i++) isum += (q4_nib(x->qs, i) | q5_fifth(x->qh, i)) * xq[i];
+            sum += (inf_f16_to_f32(x->d) * dx) * (float)isum + inf_f16_to_f32(x->m) * sx;
+            break;
+        }
+        default: break;
+        }
+    }
+    return sum;
+}
