@@ -9,7 +9,7 @@
  * scales with):
  *   ISA "ref"                 bit-identical to ref.c for every op
  *   matmul Q8_0, n >= 8 (gemm, avx2, avx512, avx512+amx)   bit-identical
- *   matmul Q2_K..Q6_K, IQ4_XS (avx512, avx512+amx)          bit-identical
+ *   matmul Q2_K..Q6_K, IQ4_XS (avx2, avx512, avx512+amx)    bit-identical
  *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
  *                             (f32 lanes of partial sums instead of a double)
  *   rmsnorm                   4·2^-24 relative (the double sum of exact
@@ -224,7 +224,7 @@ static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int
     run_all_threads(s, run_matmul, &c, got, n_out);
 
     const bool gemm_exact = s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX;
-    const bool kquant_exact = (s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) &&
+    const bool kquant_exact = (s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) &&
                               inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == 256;
     const bool exact = s->isa == INF_ISA_REF || (gemm_exact && type == INF_DTYPE_Q8_0 && n >= 8) || kquant_exact;
     int reported = 0;

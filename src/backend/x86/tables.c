@@ -13,6 +13,7 @@ static const inf_kernels avx2_table = {
     .act_row_bytes = inf_act_row_bytes_common,
     .act_prepare = inf_avx2_act_prepare,
     .matvec = inf_avx2_matvec,
+    .matvec_takes = inf_avx2_matvec_takes,
     .gemm_prepare = inf_avx2_gemm_prepare,
     .gemm = inf_avx2_gemm,
     .gemm_pack_bytes = inf_avx2_gemm_pack_bytes,

@@ -37,6 +37,11 @@ void inf_avx2_add(float *y, const float *x, size_t n);
 void inf_avx2_f32_to_f16(uint16_t *dst, const float *src, size_t n);
 void inf_avx2_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
 
+/* ---- avx2, the GGUF block types (quant_avx2.c): as avx512's below. */
+bool inf_avx2_matvec_takes(inf_dtype type);
+void inf_avx2_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
+                           size_t y_stride);
+
 /* ---- avx512 */
 size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols);
 void inf_avx512_act_prepare(inf_dtype type, const float *x, int64_t cols, void *row);
