@@ -10,6 +10,7 @@
  *   ISA "ref"                 bit-identical to ref.c for every op
  *   matmul Q8_0, n >= 8 (gemm, avx2, avx512, avx512+amx)   bit-identical
  *   matmul Q2_K..Q6_K, IQ4_XS (avx2, avx512, avx512+amx)    bit-identical
+ *   matmul Q4_0..Q5_1, IQ4_NL, n >= 8 (avx512, avx512+amx)  bit-identical (gemm)
  *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
  *                             (f32 lanes of partial sums instead of a double)
  *   rmsnorm                   4·2^-24 relative (the double sum of exact
@@ -226,7 +227,10 @@ static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int
     const bool gemm_exact = s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX;
     const bool kquant_exact = (s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) &&
                               inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == 256;
-    const bool exact = s->isa == INF_ISA_REF || (gemm_exact && type == INF_DTYPE_Q8_0 && n >= 8) || kquant_exact;
+    const bool gemm32_exact = (s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) && inf_dtype_is_quant(type) &&
+                              inf_dtype_block_elems(type) == 32 && n >= 8;
+    const bool exact = s->isa == INF_ISA_REF || (gemm_exact && type == INF_DTYPE_Q8_0 && n >= 8) || kquant_exact ||
+                       gemm32_exact;
     int reported = 0;
     for (int t = 0; t < n; t++)
         for (int64_t r = 0; r < rows; r++) {
@@ -304,6 +308,11 @@ static void test_matmul_quant(const isa_ops *s) {
                     if (ns[ni] > 2 && (ri + bi) % 2) continue;
                     test_matmul_case(s, types[ti], rows_list[ri], cols, ns[ni]);
                 }
+    /* the gemms: several row panels, token tiles with tails */
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        test_matmul_case(s, types[ti], 130, 512, 20);
+        test_matmul_case(s, types[ti], 16, 256, 67);
+    }
     printf("%s matmul (block types): worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
 
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
@@ -320,13 +329,25 @@ static void test_matmul_quant(const isa_ops *s) {
         void *scratch = alloc_bytes((size_t)n * (size_t)cols * sizeof(float));
         float *all = alloc_out((size_t)n * rows), *one = alloc_out((size_t)rows);
         const inf_ops *ops = s->ops[1];
-        ops->matmul(ops, &w, x, n, 3, all, scratch); /* 3 decode rows, 8 prefill rows */
-        for (int t = 0; t < n; t++) {
+        /* 3 decode rows, 8 prefill rows: a decode row as the token alone;
+         * the prefill rows as the same 8 prefill rows without decode rows */
+        float *prefill = alloc_out((size_t)(n - 3) * rows);
+        ops->matmul(ops, &w, x, n, 3, all, scratch);
+        for (int t = 0; t < 3; t++) {
+            ops->matmul(ops, &w, x + (size_t)t * cols, 1, 1, one, scratch);
+            TEST_CHECK(memcmp(one, all + (size_t)t * rows, (size_t)rows * sizeof(float)) == 0,
+                       "decode token %d alone differs from the same token among %d", t, n);
+        }
+        ops->matmul(ops, &w, x + 3 * (size_t)cols, n - 3, 0, prefill, scratch);
+        TEST_CHECK(memcmp(prefill, all + 3 * (size_t)rows, (size_t)(n - 3) * rows * sizeof(float)) == 0,
+                   "prefill rows differ with and without decode rows beside them");
+        /* the super-block types: every row as the token alone (one kernel for both) */
+        for (int t = 3; t < n && inf_dtype_block_elems(type) == 256; t++) {
             ops->matmul(ops, &w, x + (size_t)t * cols, 1, 1, one, scratch);
             TEST_CHECK(memcmp(one, all + (size_t)t * rows, (size_t)rows * sizeof(float)) == 0,
                        "token %d alone differs from the same token among %d", t, n);
         }
-        free(deq), free((void *)w.data), free(x), free(scratch), free(all), free(one);
+        free(deq), free((void *)w.data), free(x), free(scratch), free(all), free(one), free(prefill);
     }
 }
 

@@ -309,7 +309,9 @@ static void prepare_act(matmul_job *j) {
  * matvec and the gemm kernels (or there is only the reference), so that
  * decode and prefill rows may share one kernel (ops.h, matmul). */
 static bool rows_kind_free(const cpu_backend *c, inf_dtype type) {
-    return !c->k || !c->k->matvec || (type == INF_DTYPE_Q8_0 && c->k->matvec_exact_q8_0) || inf_dtype_is_quant(type);
+    if (inf_dtype_is_quant(type)) /* kernels.h gemm_takes: a block type's gemm rows are its matvec's */
+        return inf_dtype_block_elems(type) == 256 || !c->k || !c->k->gemm_takes || !c->k->gemm_takes(type);
+    return !c->k || !c->k->matvec || (type == INF_DTYPE_Q8_0 && c->k->matvec_exact_q8_0);
 }
 
 /* Whether the ISA's matvec takes weights of `type` (kernels.h matvec_takes
@@ -321,7 +323,8 @@ static bool isa_matvec(const cpu_backend *c, inf_dtype type) {
 
 /* Whether n rows, n_decode of them decode rows, run on the gemm. */
 static bool use_gemm(const cpu_backend *c, inf_dtype type, int n, int n_decode) {
-    if (!c->k->gemm || n < c->k->gemm_min_tokens || inf_dtype_is_quant(type)) return false;
+    if (!c->k->gemm || n < c->k->gemm_min_tokens) return false;
+    if (inf_dtype_is_quant(type) && !(c->k->gemm_takes && c->k->gemm_takes(type))) return false;
     return n_decode == 0 || rows_kind_free(c, type);
 }
 

@@ -83,10 +83,15 @@ typedef struct inf_kernels {
      * takes; NULL: none. For those, act_row_bytes / act_prepare give
      * inf_quant_act_bytes rounded up to 64 / inf_quant_act_row (the blocks of
      * the type's dot type, as ref.c rounds them). The others run ref.c's
-     * matmul, threaded. The block types have no gemm: all their rows run on
-     * matvec, whose rows do not depend on how many tokens share the call
-     * (tests/test_kernels.c checks), so decode and prefill rows share it. */
+     * matmul, threaded. A block type's matvec rows do not depend on how
+     * many tokens share the call (tests/test_kernels.c checks). */
     bool (*matvec_takes)(inf_dtype type);
+    /* The block types this ISA's gemm takes; NULL: none (their prefill rows
+     * run on matvec). The super-block types' gemm rows are bit-identical to
+     * their matvec's, so their decode and prefill rows share a kernel; the
+     * 32-block types' are not (ops.h: decode rows on matvec, prefill rows on
+     * the kernel their count picks). */
+    bool (*gemm_takes)(inf_dtype type);
 
     /* ---- attention, one KV head (all the query heads of its group) per task.
      * K and V are read through the views' block tables (inf_kv_rows), in

@@ -178,7 +178,7 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
     k->has_min = false;
     k->sgn = false;
     k->bias_mul = 0;
-    k->dmin = 0.0f;
+    k->d = k->dmin = 0.0f;
     k->min16 = k->bias16 = _mm256_setzero_si256();
     switch (type) {
     case INF_DTYPE_Q4_K:

@@ -287,7 +287,7 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
     k->has_min = false;
     k->wide = false;
     k->bias_mul = 0;
-    k->dmin = 0.0f;
+    k->d = k->dmin = 0.0f;
     k->min16 = k->bias16 = _mm256_setzero_si256();
     switch (type) {
     case INF_DTYPE_Q4_K:
@@ -482,5 +482,381 @@ void inf_avx512_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, 
     case INF_DTYPE_Q6_K: mv_q6_k(w, a, r0, r1, y, y_stride); break;
     case INF_DTYPE_IQ4_XS: mv_iq4_xs(w, a, r0, r1, y, y_stride); break;
     default: break; /* not taken (matvec_takes) */
+    }
+}
+
+/* ------------------------------------------------------------------ gemm (super-block types) */
+
+/* The prefill gemm of the super-block types, bit-identical to the matvec
+ * (and ref.c): a panel of up to INF_X86_GEMM_ROWS rows is packed into
+ * groups of 16 rows, per super-block
+ *   codes [64 quads][16 rows][4]  u8, the unsigned codes of the matvec
+ *   scale [16 groups][16 rows]    int32, the integer scale of each 16-group
+ *   coef  [16 groups][16 rows]    int32, per 16-group: the min (Q2_K, Q4_K,
+ *                                  Q5_K) or c * scale (Q3_K, Q6_K, IQ4_XS)
+ *   d, dmin [16 rows]             f32
+ * and a register tile of 16 rows (lane = row) x up to 8 tokens forms each
+ * (row, token) super-block's integer sums exactly: per 16- or 32-element
+ * sub-block a VPDPBUSD sum with the token's quads broadcast, times the
+ * sub-block scale; the coef terms with the token's bsums; then the f32
+ * scaling of ref.c, lane by lane. The activations are the matvec's rows
+ * (inf_act_prepare_quant), one per token. */
+enum {
+    QG_ROWS = 16,
+    QG_TOKENS = 8,
+    QG_CODES = 64 * 64,                      /* 4096 */
+    QG_SCALE = QG_CODES,                     /* 16 x 64 bytes */
+    QG_COEF = QG_SCALE + 16 * 64,
+    QG_D = QG_COEF + 16 * 64,
+    QG_DMIN = QG_D + 64,
+    QG_BLOCK = QG_DMIN + 64,                 /* 6272 bytes per super-block per group */
+};
+
+bool inf_avx512_gemm_takes_quant(inf_dtype type) { return inf_dtype_is_quant(type); }
+
+size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols) {
+    if (inf_dtype_block_elems(type) == INF_QK) return inf_avx512_qgemm32_pack_bytes(cols);
+    return (INF_X86_GEMM_ROWS / QG_ROWS) * (size_t)(cols / INF_QK_K) * QG_BLOCK;
+}
+
+void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
+    (void)n;
+    const size_t stride = inf_act_row_bytes_quant(type, cols);
+    for (int t = t0; t < t1; t++) inf_act_prepare_quant(type, x + (size_t)t * cols, cols, (char *)buf + (size_t)t * stride);
+}
+
+/* One super-block of one row: the codes in element order, and the scale,
+ * coef (per 16-group), d and dmin of the pack. */
+static void unpack_row(inf_dtype type, const char *blk, uint8_t codes[256], int32_t scale[16], int32_t coef[16],
+                       float *d, float *dmin) {
+    kblock k;
+    unpack_kblock(type, blk, &k);
+    for (int j = 0; j < 4; j++) _mm512_storeu_si512(codes + 64 * j, k.u[j]);
+    *d = k.d;
+    *dmin = k.dmin;
+    switch (type) {
+    case INF_DTYPE_Q4_K:
+    case INF_DTYPE_Q5_K: {
+        const uint8_t *s12 = type == INF_DTYPE_Q5_K ? ((const inf_block_q5_K *)blk)->scales : ((const inf_block_q4_K *)blk)->scales;
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            inf_q4k_scale_min(j, s12, &sc, &m);
+            scale[2 * j] = scale[2 * j + 1] = sc;
+            coef[2 * j] = coef[2 * j + 1] = m;
+        }
+        break;
+    }
+    case INF_DTYPE_Q6_K:
+        for (int g = 0; g < 16; g++) {
+            scale[g] = ((const inf_block_q6_K *)blk)->scales[g];
+            coef[g] = 32 * scale[g];
+        }
+        break;
+    case INF_DTYPE_Q2_K:
+        for (int g = 0; g < 16; g++) {
+            scale[g] = ((const inf_block_q2_K *)blk)->scales[g] & 0xF;
+            coef[g] = ((const inf_block_q2_K *)blk)->scales[g] >> 4;
+        }
+        break;
+    case INF_DTYPE_Q3_K: {
+        int8_t sc[16];
+        inf_q3k_scales(((const inf_block_q3_K *)blk)->scales, sc);
+        for (int g = 0; g < 16; g++) {
+            scale[g] = sc[g];
+            coef[g] = 4 * sc[g];
+        }
+        break;
+    }
+    case INF_DTYPE_IQ4_XS:
+        for (int j = 0; j < 8; j++) {
+            scale[2 * j] = scale[2 * j + 1] = inf_iq4xs_scale((const inf_block_iq4_xs *)blk, j);
+            coef[2 * j] = coef[2 * j + 1] = 128 * scale[2 * j];
+        }
+        break;
+    default: break;
+    }
+}
+
+/* Rows [r, r + nr) of super-block b packed into dst (QG_BLOCK bytes). */
+static void pack_qgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
+    uint8_t codes[QG_ROWS][256];
+    int32_t scale[QG_ROWS][16], coef[QG_ROWS][16];
+    float d[QG_ROWS], dmin[QG_ROWS];
+    const size_t wb = inf_dtype_block_bytes(w->type);
+    for (int i = 0; i < QG_ROWS; i++) {
+        if (i >= nr) {
+            memset(codes[i], 0, 256);
+            memset(scale[i], 0, sizeof scale[i]);
+            memset(coef[i], 0, sizeof coef[i]);
+            d[i] = dmin[i] = 0.0f;
+            continue;
+        }
+        unpack_row(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb, codes[i], scale[i],
+                   coef[i], &d[i], &dmin[i]);
+    }
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(256));
+    for (int q = 0; q < 64; q++)
+        _mm512_store_si512(dst + q * 64, _mm512_i32gather_epi32(rows, (const int *)&codes[0][4 * q], 1));
+    for (int g = 0; g < 16; g++)
+        for (int i = 0; i < QG_ROWS; i++) {
+            ((int32_t *)(dst + QG_SCALE + g * 64))[i] = scale[i][g];
+            /* coef lanes feed VPMADDWD against a bsum in the low half: keep the low 16 bits */
+            ((int32_t *)(dst + QG_COEF + g * 64))[i] = coef[i][g] & 0xFFFF;
+        }
+    memcpy(dst + QG_D, d, 64);
+    memcpy(dst + QG_DMIN, dmin, 64);
+}
+
+/* Tokens [t0, t0 + NT) times one packed group; SUB: elements per scale run
+ * (32 for Q4_K, Q5_K, IQ4_XS; 16 for the others); MIN: coef is a min. */
+INLINE void qgemm_tile(const char *pack, int64_t nb, const char *act, size_t stride, int t0, const int NT, const int SUB,
+                       const bool MIN, float *y, size_t ys, __mmask16 rows) {
+    const inf_block_q8_K *xa[QG_TOKENS];
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) xa[t] = (const inf_block_q8_K *)(act + (size_t)(t0 + t) * stride);
+    __m512 sum[QG_TOKENS];
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const char *pb = pack + (size_t)b * QG_BLOCK;
+        __m512i isum[QG_TOKENS], iterm[QG_TOKENS];
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) isum[t] = iterm[t] = _mm512_setzero_si512();
+        for (int s = 0; s < 256 / SUB; s++) {
+            __m512i dsub[QG_TOKENS];
+            _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) dsub[t] = _mm512_setzero_si512();
+            _Pragma("GCC unroll 8") for (int c = 0; c < SUB / 4; c++) {
+                const int q = s * (SUB / 4) + c;
+                const __m512i wq = _mm512_load_si512(pb + q * 64);
+                _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
+                    int32_t xq;
+                    memcpy(&xq, xa[t][b].qs + 4 * q, 4);
+                    dsub[t] = _mm512_dpbusd_epi32(dsub[t], wq, _mm512_set1_epi32(xq));
+                }
+            }
+            const __m512i sc = _mm512_load_si512(pb + QG_SCALE + (s * SUB / 16) * 64);
+            _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dsub[t], sc));
+        }
+        for (int g = 0; g < 16; g++) {
+            const __m512i cf = _mm512_load_si512(pb + QG_COEF + g * 64);
+            _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
+                iterm[t] = _mm512_add_epi32(iterm[t], _mm512_madd_epi16(cf, _mm512_set1_epi32((uint16_t)xa[t][b].bsums[g])));
+        }
+        const __m512 d = _mm512_load_ps((const float *)(pb + QG_D)), dmin = _mm512_load_ps((const float *)(pb + QG_DMIN));
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
+            const __m512i is = MIN ? isum[t] : _mm512_sub_epi32(isum[t], iterm[t]);
+            const __m512i im = MIN ? iterm[t] : _mm512_setzero_si512();
+            const __m512 dx = _mm512_set1_ps(xa[t][b].d);
+            /* (d * dx) * isum - (dmin * dx) * imin, as ref.c, lane by lane */
+            const __m512 p = _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(is));
+            const __m512 m = _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(im));
+            sum[t] = _mm512_add_ps(sum[t], _mm512_sub_ps(p, m));
+        }
+    }
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)(t0 + t) * ys, rows, sum[t]);
+}
+
+#define QG_CASES(SUB, MIN)                                                                                          \
+    switch (nt) {                                                                                                   \
+    case 1: qgemm_tile(pack, nb, act, stride, t0, 1, SUB, MIN, y, ys, rows); break;                                 \
+    case 2: qgemm_tile(pack, nb, act, stride, t0, 2, SUB, MIN, y, ys, rows); break;                                 \
+    case 3: qgemm_tile(pack, nb, act, stride, t0, 3, SUB, MIN, y, ys, rows); break;                                 \
+    case 4: qgemm_tile(pack, nb, act, stride, t0, 4, SUB, MIN, y, ys, rows); break;                                 \
+    case 5: qgemm_tile(pack, nb, act, stride, t0, 5, SUB, MIN, y, ys, rows); break;                                 \
+    case 6: qgemm_tile(pack, nb, act, stride, t0, 6, SUB, MIN, y, ys, rows); break;                                 \
+    case 7: qgemm_tile(pack, nb, act, stride, t0, 7, SUB, MIN, y, ys, rows); break;                                 \
+    default: qgemm_tile(pack, nb, act, stride, t0, 8, SUB, MIN, y, ys, rows); break;                                \
+    }
+
+_Static_assert(QG_TOKENS == 8, "QG_CASES spells out token counts 1..8");
+
+static void run_qtile(inf_dtype type, const char *pack, int64_t nb, const char *act, size_t stride, int t0, int nt,
+                      float *y, size_t ys, __mmask16 rows) {
+    switch (type) {
+    case INF_DTYPE_Q4_K: case INF_DTYPE_Q5_K: QG_CASES(32, true) break;
+    case INF_DTYPE_IQ4_XS: QG_CASES(32, false) break;
+    case INF_DTYPE_Q2_K: QG_CASES(16, true) break;
+    default: QG_CASES(16, false) break; /* Q3_K, Q6_K */
+    }
+}
+
+void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                      void *pack) {
+    if (inf_dtype_block_elems(w->type) == INF_QK) {
+        inf_avx512_qgemm32(w, a, r0, r1, y, y_stride, pack);
+        return;
+    }
+    const int64_t nb = w->cols / INF_QK_K;
+    const size_t gbytes = (size_t)nb * QG_BLOCK, stride = inf_act_row_bytes_quant(w->type, w->cols);
+    const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
+    for (int g = 0; g < n_groups; g++) {
+        const int64_t r = r0 + (int64_t)g * QG_ROWS;
+        for (int64_t b = 0; b < nb; b++)
+            pack_qgroup(w, r, (int)INF_MIN(QG_ROWS, r1 - r), b, (char *)pack + g * gbytes + (size_t)b * QG_BLOCK);
+    }
+    for (int t0 = 0; t0 < a->n; t0 += QG_TOKENS) {
+        const int nt = INF_MIN(QG_TOKENS, a->n - t0);
+        for (int g = 0; g < n_groups; g++) {
+            const int64_t r = r0 + (int64_t)g * QG_ROWS;
+            const int nr = (int)INF_MIN(QG_ROWS, r1 - r);
+            run_qtile(w->type, (const char *)pack + g * gbytes, nb, a->data, stride, t0, nt, y + r, y_stride,
+                      (__mmask16)((1u << nr) - 1));
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ gemm (32-blocks) */
+
+/* The prefill gemm of Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL, bit-identical to
+ * ref.c (not to the matvec, whose order follows llama.cpp's vec_dot: so
+ * decode rows of these types run on the matvec and prefill rows here,
+ * ops.h's contract). Per block and group of 16 rows the pack holds
+ *   vals  [8 quads][16 rows][4]  int8, the weights' signed values
+ *   corr  [16 rows]              int32, 128 * Σ vals (see below)
+ *   d, m  [16 rows]              f32 (m: Q4_1/Q5_1's min, else 0)
+ * VPDPBUSD takes the activations as its unsigned operand, flipped to
+ * x + 128 (x ^ 0x80), broadcast a quad at a time, so a lane gathers
+ * Σ (x + 128) v = Σ x v + corr: the exact block dot after subtracting
+ * corr; then sum += (float)isum * (d_w * d_x) (+ m_w * s_x) per lane, in
+ * ref.c's order. */
+enum {
+    QB_VALS = 8 * 64,           /* 512 */
+    QB_CORR = QB_VALS,
+    QB_D = QB_CORR + 64,
+    QB_M = QB_D + 64,
+    QB_BLOCK = QB_M + 64,       /* 704 bytes per block per group */
+};
+
+size_t inf_avx512_qgemm32_pack_bytes(int64_t cols) {
+    return (INF_X86_GEMM_ROWS / QG_ROWS) * (size_t)(cols / INF_QK) * QB_BLOCK;
+}
+
+/* The 32 signed values of a block, and its d and m. */
+static void block_values(inf_dtype type, const char *w, int8_t v[32], float *d, float *m) {
+    *d = inf_f16_to_f32(f16_at(w));
+    *m = 0.0f;
+    uint32_t qh = 0;
+    const uint8_t *qs;
+    switch (type) {
+    case INF_DTYPE_Q4_1: qs = ((const inf_block_q4_1 *)w)->qs; *m = inf_f16_to_f32(f16_at(w + 2)); break;
+    case INF_DTYPE_Q5_0: qs = ((const inf_block_q5_0 *)w)->qs; memcpy(&qh, ((const inf_block_q5_0 *)w)->qh, 4); break;
+    case INF_DTYPE_Q5_1:
+        qs = ((const inf_block_q5_1 *)w)->qs;
+        memcpy(&qh, ((const inf_block_q5_1 *)w)->qh, 4);
+        *m = inf_f16_to_f32(f16_at(w + 2));
+        break;
+    default: qs = ((const inf_block_q4_0 *)w)->qs; break; /* Q4_0, IQ4_NL */
+    }
+    for (int i = 0; i < 32; i++) {
+        int q = i < 16 ? qs[i] & 0xF : qs[i - 16] >> 4;
+        q |= (int)((qh >> i) & 1) << 4;
+        switch (type) {
+        case INF_DTYPE_Q4_0: q -= 8; break;
+        case INF_DTYPE_Q5_0: q -= 16; break;
+        case INF_DTYPE_IQ4_NL: q = inf_iq4nl_values[q]; break;
+        default: break;
+        }
+        v[i] = (int8_t)q;
+    }
+}
+
+static void pack_bgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
+    int8_t v[QG_ROWS][32];
+    int32_t corr[QG_ROWS];
+    float d[QG_ROWS], m[QG_ROWS];
+    const size_t wb = inf_dtype_block_bytes(w->type);
+    for (int i = 0; i < QG_ROWS; i++) {
+        if (i >= nr) {
+            memset(v[i], 0, 32);
+            d[i] = m[i] = 0.0f;
+        } else {
+            block_values(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb, v[i], &d[i],
+                         &m[i]);
+        }
+        int32_t s = 0;
+        for (int k = 0; k < 32; k++) s += v[i][k];
+        corr[i] = 128 * s;
+    }
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(32));
+    for (int q = 0; q < 8; q++)
+        _mm512_store_si512(dst + q * 64, _mm512_i32gather_epi32(rows, (const int *)&v[0][4 * q], 1));
+    memcpy(dst + QB_CORR, corr, 64);
+    memcpy(dst + QB_D, d, 64);
+    memcpy(dst + QB_M, m, 64);
+}
+
+INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t stride, int t0, const int NT,
+                         const bool Q81, float *y, size_t ys, __mmask16 rows) {
+    const size_t xb = Q81 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
+    const size_t xq_at = Q81 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
+    const char *xa[QG_TOKENS];
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) xa[t] = act + (size_t)(t0 + t) * stride;
+    __m512 sum[QG_TOKENS];
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const char *pb = pack + (size_t)b * QB_BLOCK;
+        __m512i acc[QG_TOKENS];
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {
+            const __m512i wv = _mm512_load_si512(pb + q * 64);
+            _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
+                uint32_t xq;
+                memcpy(&xq, xa[t] + (size_t)b * xb + xq_at + 4 * q, 4);
+                acc[t] = _mm512_dpbusd_epi32(acc[t], _mm512_set1_epi32((int)(xq ^ 0x80808080u)), wv);
+            }
+        }
+        const __m512i corr = _mm512_load_si512(pb + QB_CORR);
+        const __m512 d = _mm512_load_ps((const float *)(pb + QB_D));
+        const __m512 m = _mm512_load_ps((const float *)(pb + QB_M));
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
+            const char *x = xa[t] + (size_t)b * xb;
+            const __m512 dx = _mm512_set1_ps(inf_f16_to_f32(f16_at(x)));
+            const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[t], corr)), _mm512_mul_ps(d, dx));
+            if (Q81) /* (d_w * d_x) * isum + m_w * s_x, as ref.c */
+                sum[t] = _mm512_add_ps(sum[t], _mm512_add_ps(p, _mm512_mul_ps(m, _mm512_set1_ps(inf_f16_to_f32(f16_at(x + 2))))));
+            else
+                sum[t] = _mm512_add_ps(sum[t], p);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)(t0 + t) * ys, rows, sum[t]);
+}
+
+#define QB_CASES(Q81)                                                                         \
+    switch (nt) {                                                                             \
+    case 1: qgemm32_tile(pack, nb, act, stride, t0, 1, Q81, y, ys, rows); break;              \
+    case 2: qgemm32_tile(pack, nb, act, stride, t0, 2, Q81, y, ys, rows); break;              \
+    case 3: qgemm32_tile(pack, nb, act, stride, t0, 3, Q81, y, ys, rows); break;              \
+    case 4: qgemm32_tile(pack, nb, act, stride, t0, 4, Q81, y, ys, rows); break;              \
+    case 5: qgemm32_tile(pack, nb, act, stride, t0, 5, Q81, y, ys, rows); break;              \
+    case 6: qgemm32_tile(pack, nb, act, stride, t0, 6, Q81, y, ys, rows); break;              \
+    case 7: qgemm32_tile(pack, nb, act, stride, t0, 7, Q81, y, ys, rows); break;              \
+    default: qgemm32_tile(pack, nb, act, stride, t0, 8, Q81, y, ys, rows); break;             \
+    }
+
+void inf_avx512_qgemm32(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys,
+                        void *pack) {
+    const int64_t nb = w->cols / INF_QK;
+    const size_t gbytes = (size_t)nb * QB_BLOCK, stride = inf_act_row_bytes_quant(w->type, w->cols);
+    const bool q81 = inf_quant_act_type(w->type) == INF_ACT_Q8_1;
+    const char *act = a->data;
+    const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
+    for (int g = 0; g < n_groups; g++) {
+        const int64_t r = r0 + (int64_t)g * QG_ROWS;
+        for (int64_t b = 0; b < nb; b++)
+            pack_bgroup(w, r, (int)INF_MIN(QG_ROWS, r1 - r), b, (char *)pack + g * gbytes + (size_t)b * QB_BLOCK);
+    }
+    for (int t0 = 0; t0 < a->n; t0 += QG_TOKENS) {
+        const int nt = INF_MIN(QG_TOKENS, a->n - t0);
+        for (int g = 0; g < n_groups; g++) {
+            const int64_t r = r0 + (int64_t)g * QG_ROWS;
+            const __mmask16 rows = (__mmask16)((1u << INF_MIN(QG_ROWS, r1 - r)) - 1);
+            const char *p = (const char *)pack + g * gbytes;
+            float *yg = y + r;
+            {
+                const char *pack = p;
+                float *y = yg;
+                if (q81) QB_CASES(true) else QB_CASES(false)
+            }
+        }
     }
 }

@@ -38,6 +38,7 @@ static const inf_kernels avx2_table = {
     .act_prepare = inf_avx512_act_prepare,                                      \
     .matvec = inf_avx512_matvec,                                                \
     .matvec_takes = inf_avx512_matvec_takes,                                    \
+    .gemm_takes = inf_avx512_gemm_takes_quant,                                  \
     .gemm_rows = INF_X86_GEMM_ROWS,                                             \
     .gemm_min_tokens = 8,                                                       \
     .attn_tmp_bytes = inf_avx512_attn_tmp_bytes,                                \
