@@ -8,7 +8,8 @@
 #                q5_0 q5_1 iq4_nl q2_k q3_k_m q4_k_m q5_k_m q6_k iq4_xs
 #   tiny-b-f32   (committed): widths 64 and 128, which are not multiples of
 #                256, so llama.cpp falls back per tensor (q4_k_m: q5_0 and
-#                q8_0 beside q4_K; q5_k_m: q5_1 and q8_0 beside q5_K)
+#                q8_0 beside q4_K; q5_k_m: q5_1 and q8_0 beside q5_K; q6_k:
+#                q8_0 beside q6_K)
 #   M.pN.json        f32 KV cache, flash attention off, top-20 at every
 #                    position and at the last, 32 greedy tokens with margins
 #   M.pN.final.f32   all final-position logits (raw little-endian float32)
@@ -57,7 +58,7 @@ for t in q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k_m q4_k_m q5_k_m q6_k iq4_xs; do
     "$QUANTIZE" "$OUT/src/tiny-q-f32.gguf" "$OUT/tiny-q-$t.gguf" "$t" 2 >"$OUT/src/tiny-q-$t.log" 2>&1
     models="$models tiny-q-$t"
 done
-for t in q4_k_m q5_k_m; do
+for t in q4_k_m q5_k_m q6_k; do
     "$QUANTIZE" "$OUT/src/tiny-b-f32.gguf" "$OUT/tiny-b-$t.gguf" "$t" 2 >"$OUT/src/tiny-b-$t.log" 2>&1
     models="$models tiny-b-$t"
 done

@@ -69,7 +69,7 @@ static const budget budgets[] = {
     {"tiny-q-q3_k_m", 0, false, true}, {"tiny-q-q4_k_m", 0, false, true},
     {"tiny-q-q5_k_m", 0, false, true}, {"tiny-q-q6_k", 0, false, true},
     {"tiny-q-iq4_xs", 0, false, true}, {"tiny-b-q4_k_m", 0, false, true},
-    {"tiny-b-q5_k_m", 0, false, true},
+    {"tiny-b-q5_k_m", 0, false, true}, {"tiny-b-q6_k", 0, false, true},
 };
 
 static int threads_from_env(void) {

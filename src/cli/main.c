@@ -22,6 +22,7 @@ static const command commands[] = {
     {"template", cmd_template, "render a chat request with the model's chat template"},
     {"bench", cmd_bench, "measure prefill and decode speed"},
     {"synth", cmd_synth, "write a synthetic Qwen3 GGUF with random weights"},
+    {"quantize", cmd_quantize, "quantize a GGUF's matrices as llama.cpp does (q8_0, q4_0, q6_k)"},
 };
 
 static void usage(FILE *out) {

@@ -421,3 +421,151 @@ float inf_quant_dot(inf_dtype type, const void *w, const void *act, int64_t n) {
     }
     return sum;
 }
+
+/* ------------------------------------------------------------------ weight quantizers */
+
+/* llama.cpp's llama_model_quantize() without an importance matrix quantizes
+ * with ggml's reference functions (ggml-quants.c quantize_row_*_ref); these
+ * are those, rewritten, so a file quantized here holds the same blocks. */
+
+/* Q8_0 weights: d = amax / 127, q = roundf(x * (1 / d)) (not the activation
+ * rounding of inf_quantize_row_q8_0). */
+static void quantize_weight_q8_0(const float *x, inf_block_q8_0 *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK; b++) {
+        const float *xb = x + b * INF_QK;
+        float amax = 0.0f;
+        for (int i = 0; i < INF_QK; i++) amax = fmaxf(amax, fabsf(xb[i]));
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = inf_f32_to_f16(d);
+        for (int i = 0; i < INF_QK; i++) y[b].q[i] = (int8_t)roundf(xb[i] * id);
+    }
+}
+
+/* Q4_0: the element of largest magnitude (first of equals) is -8 d. */
+static void quantize_weight_q4_0(const float *x, inf_block_q4_0 *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK; b++) {
+        const float *xb = x + b * INF_QK;
+        float amax = 0.0f, max = 0.0f;
+        for (int i = 0; i < INF_QK; i++)
+            if (amax < fabsf(xb[i])) {
+                amax = fabsf(xb[i]);
+                max = xb[i];
+            }
+        const float d = max / -8, id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = inf_f32_to_f16(d);
+        for (int j = 0; j < 16; j++) {
+            const int8_t v0 = (int8_t)(xb[j] * id + 8.5f), v1 = (int8_t)(xb[j + 16] * id + 8.5f);
+            const uint8_t q0 = (uint8_t)(v0 < 15 ? v0 : 15), q1 = (uint8_t)(v1 < 15 ? v1 : 15);
+            y[b].qs[j] = (uint8_t)(q0 | q1 << 4);
+        }
+    }
+}
+
+#define GROUP_MAX_EPS 1e-15f
+
+/* ggml's make_qx_quants for rmse_type 1 (weights x^2), no importance:
+ * L[i] in [0, 2 nmax), returns the scale. */
+static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
+    float max = 0.0f, amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < GROUP_MAX_EPS) {
+        for (int i = 0; i < n; i++) L[i] = 0;
+        return 0.0f;
+    }
+    float iscale = -nmax / max;
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = nearest_int(iscale * x[i]);
+        l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+        L[i] = (int8_t)(l + nmax);
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * (float)l;
+        suml2 += w * (float)l * (float)l;
+    }
+    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+    float best = scale * sumlx;
+    for (int is = -9; is <= 9; is++) {
+        if (is == 0) continue;
+        iscale = -((float)nmax + 0.1f * (float)is) / max;
+        sumlx = suml2 = 0.0f;
+        for (int i = 0; i < n; i++) {
+            int l = nearest_int(iscale * x[i]);
+            l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+            const float w = x[i] * x[i];
+            sumlx += w * x[i] * (float)l;
+            suml2 += w * (float)l * (float)l;
+        }
+        if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; i++) {
+                int l = nearest_int(iscale * x[i]);
+                L[i] = (int8_t)(nmax + (l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l));
+            }
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+static void quantize_weight_q6_K(const float *x, inf_block_q6_K *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK_K; b++, x += INF_QK_K) {
+        int8_t L[INF_QK_K];
+        float scales[16], max_scale = 0.0f, max_abs_scale = 0.0f;
+        for (int ib = 0; ib < 16; ib++) {
+            const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib);
+            scales[ib] = scale;
+            if (fabsf(scale) > max_abs_scale) {
+                max_abs_scale = fabsf(scale);
+                max_scale = scale;
+            }
+        }
+        if (max_abs_scale < GROUP_MAX_EPS) {
+            memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        const float iscale = -128.0f / max_scale;
+        y[b].d = inf_f32_to_f16(1 / iscale);
+        for (int ib = 0; ib < 16; ib++) {
+            const int s = nearest_int(iscale * scales[ib]);
+            y[b].scales[ib] = (int8_t)(s < 127 ? s : 127);
+        }
+        for (int j = 0; j < 16; j++) {
+            const float d = inf_f16_to_f32(y[b].d) * (float)y[b].scales[j];
+            if (d == 0.0f) continue;
+            for (int i = 0; i < 16; i++) {
+                int l = nearest_int(x[16 * j + i] / d);
+                l = l < -32 ? -32 : l > 31 ? 31 : l;
+                L[16 * j + i] = (int8_t)(l + 32);
+            }
+        }
+        uint8_t *ql = y[b].ql, *qh = y[b].qh;
+        for (int j = 0; j < INF_QK_K; j += 128, ql += 64, qh += 32)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF, q3 = L[j + l + 64] & 0xF,
+                              q4 = L[j + l + 96] & 0xF;
+                ql[l] = (uint8_t)(q1 | q3 << 4);
+                ql[l + 32] = (uint8_t)(q2 | q4 << 4);
+                qh[l] = (uint8_t)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
+                                  ((L[j + l + 96] >> 4) << 6));
+            }
+    }
+}
+
+bool inf_quantize_weight_row(inf_dtype type, const float *x, void *y, int64_t n) {
+    if (n % inf_dtype_block_elems(type) != 0) return false;
+    switch (type) {
+    case INF_DTYPE_Q8_0: quantize_weight_q8_0(x, y, n); return true;
+    case INF_DTYPE_Q4_0: quantize_weight_q4_0(x, y, n); return true;
+    case INF_DTYPE_Q6_K: quantize_weight_q6_K(x, y, n); return true;
+    case INF_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++) ((inf_f16 *)y)[i] = inf_f32_to_f16(x[i]);
+        return true;
+    default: return false;
+    }
+}

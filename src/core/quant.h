@@ -161,6 +161,12 @@ void inf_dequantize_row_quant(inf_dtype type, const void *w, float *y, int64_t n
  * (inf_quant_act_row), as the header comment says. */
 float inf_quant_dot(inf_dtype type, const void *w, const void *act, int64_t n);
 
+/* A row of n weights quantized as llama.cpp's quantizer does without an
+ * importance matrix (ggml's quantize_row_*_ref: bit-identical blocks), for
+ * Q8_0, Q4_0, Q6_K and F16; false for another type or when n is not whole
+ * blocks. */
+bool inf_quantize_weight_row(inf_dtype type, const float *x, void *y, int64_t n);
+
 /* The 6-bit scale and min j (0..7) of a Q4_K / Q5_K super-block. */
 static inline void inf_q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
     if (j < 4) {
