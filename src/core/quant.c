@@ -428,6 +428,11 @@ float inf_quant_dot(inf_dtype type, const void *w, const void *act, int64_t n) {
  * with ggml's reference functions (ggml-quants.c quantize_row_*_ref); these
  * are those, rewritten, so a file quantized here holds the same blocks. */
 
+/* v limited to [lo, hi], NaN to lo: keeps the float -> int conversions
+ * below defined for any input; finite weights never reach the limits (the
+ * values ggml converts lie within them), so the blocks stay ggml's. */
+static float clampf(float v, float lo, float hi) { return v >= lo ? (v <= hi ? v : hi) : lo; }
+
 /* Q8_0 weights: d = amax / 127, q = roundf(x * (1 / d)) (not the activation
  * rounding of inf_quantize_row_q8_0). */
 static void quantize_weight_q8_0(const float *x, inf_block_q8_0 *y, int64_t n) {
@@ -437,7 +442,7 @@ static void quantize_weight_q8_0(const float *x, inf_block_q8_0 *y, int64_t n) {
         for (int i = 0; i < INF_QK; i++) amax = fmaxf(amax, fabsf(xb[i]));
         const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = inf_f32_to_f16(d);
-        for (int i = 0; i < INF_QK; i++) y[b].q[i] = (int8_t)roundf(xb[i] * id);
+        for (int i = 0; i < INF_QK; i++) y[b].q[i] = (int8_t)roundf(clampf(xb[i] * id, -127.0f, 127.0f));
     }
 }
 
@@ -454,7 +459,8 @@ static void quantize_weight_q4_0(const float *x, inf_block_q4_0 *y, int64_t n) {
         const float d = max / -8, id = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = inf_f32_to_f16(d);
         for (int j = 0; j < 16; j++) {
-            const int8_t v0 = (int8_t)(xb[j] * id + 8.5f), v1 = (int8_t)(xb[j + 16] * id + 8.5f);
+            const int8_t v0 = (int8_t)clampf(xb[j] * id + 8.5f, 0.0f, 16.5f),
+                         v1 = (int8_t)clampf(xb[j + 16] * id + 8.5f, 0.0f, 16.5f);
             const uint8_t q0 = (uint8_t)(v0 < 15 ? v0 : 15), q1 = (uint8_t)(v1 < 15 ? v1 : 15);
             y[b].qs[j] = (uint8_t)(q0 | q1 << 4);
         }
