@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #define INF_QK 32   /* elements per block of the 32-types */
 #define INF_QK_K 256 /* elements per K-quant super-block */
@@ -176,6 +177,20 @@ static inline void inf_q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8
         *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
         *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
     }
+}
+
+/* All 8 scales (out[0..7]) and mins (out[8..15]) of a Q4_K / Q5_K
+ * super-block at once, in 32-bit words (what inf_q4k_scale_min gives one
+ * at a time). */
+static inline void inf_q4k_scales_mins(const uint8_t *q, uint8_t out[16]) {
+    uint32_t u[4];
+    memcpy(u, q, 12);
+    u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    const uint32_t m_lo = u[1] & 0x3f3f3f3fu;
+    u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    u[2] = m_lo;
+    u[0] &= 0x3f3f3f3fu;
+    memcpy(out, u, 16);
 }
 
 /* The 16 scales of a Q3_K super-block, as signed values (scale - 32). */

@@ -296,8 +296,9 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
         const inf_block_q4_K *x4 = (const inf_block_q4_K *)blk;
         const inf_block_q5_K *x5 = (const inf_block_q5_K *)blk;
         const uint8_t *qs = five ? x5->qs : x4->qs;
-        uint8_t sc[8], m[8];
-        for (int j = 0; j < 8; j++) inf_q4k_scale_min(j, five ? x5->scales : x4->scales, &sc[j], &m[j]);
+        uint8_t sm[16]; /* 8 scales, then 8 mins */
+        inf_q4k_scales_mins(five ? x5->scales : x4->scales, sm);
+        const uint8_t *sc = sm, *m = sm + 8;
         const __m512i h = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x5->qh)) : _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
             __m512i u = split_nibbles(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
