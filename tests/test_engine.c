@@ -4,8 +4,8 @@
  *     lengths, joining and leaving between steps, with the prefix cache on
  *     and off, on every kernel path this CPU runs and 1, 2 and 3 threads:
  *     every generated token's logits are bit-identical to the same request
- *     run alone (Q8_0 weights; F32 weights with the prefix cache off, where
- *     prompt chunks are the same);
+ *     run alone (Q8_0 and Q6_K weights; F32 and Q4_0 weights with the
+ *     prefix cache off, where prompt chunks are the same);
  *   - parallel sampling: completion i of an n-request equals the request
  *     run alone with seed + i;
  *   - the engine against a session (the golden-tested path): bit-identical
@@ -34,7 +34,7 @@
 
 enum { N_VOCAB = 512, MAX_GEN = 16, MAX_REQ = 16, MAX_PROMPT = 96 };
 
-static char path_q8[256], path_f32[256];
+static char path_q8[256], path_f32[256], path_q6_k[256], path_q4_0[256];
 
 static uint64_t rng_state = 20261201;
 static uint32_t rnd(uint32_t n) { return (uint32_t)(test_rng_next(&rng_state) % n); }
@@ -57,6 +57,26 @@ static void write_model(const char *path, inf_dtype type) {
     inf_error err = {0};
     if (inf_synth_write(&o, path, &err)) {
         fprintf(stderr, "synth %s: %s\n", path, err.msg);
+        exit(1);
+    }
+}
+
+/* Models of the GGUF block types: an F32 model with widths of 256,
+ * quantized as llama.cpp would to Q6_K (every matrix a K-quant, whose
+ * kernels are exact like Q8_0's) and to Q4_0 (32-blocks, whose decode and
+ * prefill rows run different kernels, like F32; the tied embedding Q6_K). */
+static void write_quant_models(const char *dir) {
+    char f32[300];
+    snprintf(f32, sizeof f32, "%s/f32-256.gguf", dir);
+    inf_synth_options o;
+    inf_synth_options_default(&o);
+    o.n_layer = 2, o.n_embd = 256, o.n_ff = 256, o.n_head = 4, o.n_head_kv = 2, o.head_dim = 64;
+    o.n_ctx_train = 1024, o.weight_type = INF_DTYPE_F32, o.tokenizer_json = TOKENIZER_JSON;
+    o.tokenizer_config_json = NULL, o.n_vocab = N_VOCAB, o.seed = 12;
+    inf_error err = {0};
+    if (inf_synth_write(&o, f32, &err) || inf_model_quantize(f32, path_q6_k, INF_DTYPE_Q6_K, 2, NULL, NULL, &err) ||
+        inf_model_quantize(f32, path_q4_0, INF_DTYPE_Q4_0, 2, NULL, NULL, &err)) {
+        fprintf(stderr, "block-type models: %s\n", err.msg);
         exit(1);
     }
 }
@@ -216,7 +236,9 @@ static void test_invariance(const char *isa, int threads, inf_dtype type, bool p
     char what[160];
     snprintf(what, sizeof what, "invariance %s t=%d %s prefix=%s", isa, threads, inf_dtype_name(type), prefix ? "on" : "off");
     test_begin(what);
-    inf_model *m = load(type == INF_DTYPE_Q8_0 ? path_q8 : path_f32, threads, INF_KV_F16);
+    const char *path = type == INF_DTYPE_Q8_0 ? path_q8 : type == INF_DTYPE_Q6_K ? path_q6_k
+                       : type == INF_DTYPE_Q4_0 ? path_q4_0 : path_f32;
+    inf_model *m = load(path, threads, INF_KV_F16);
     if (!m) return;
     enum { ROUNDS = 2 };
     for (int round = 0; round < ROUNDS; round++) {
@@ -680,6 +702,9 @@ int main(void) {
     snprintf(path_f32, sizeof path_f32, "%s/f32.gguf", dir);
     write_model(path_q8, INF_DTYPE_Q8_0);
     write_model(path_f32, INF_DTYPE_F32);
+    snprintf(path_q6_k, sizeof path_q6_k, "%s/q6_k.gguf", dir);
+    snprintf(path_q4_0, sizeof path_q4_0, "%s/q4_0.gguf", dir);
+    if (!threads_only) write_quant_models(dir);
     if (!threads_only) {
         static const char *isas[] = {"ref", "avx2", "avx512", "avx512+amx", "neon"};
         for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
@@ -696,6 +721,8 @@ int main(void) {
                 test_invariance(isas[i], t, INF_DTYPE_Q8_0, true);
                 test_invariance(isas[i], t, INF_DTYPE_Q8_0, false);
                 if (t == 2) test_invariance(isas[i], t, INF_DTYPE_F32, false);
+                if (t == 2) test_invariance(isas[i], t, INF_DTYPE_Q6_K, true);  /* exact kernels, as Q8_0 */
+                if (t == 2) test_invariance(isas[i], t, INF_DTYPE_Q4_0, false); /* as F32 */
             }
         }
         unsetenv("INFERNO_ISA");

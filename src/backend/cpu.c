@@ -309,7 +309,8 @@ static void prepare_act(matmul_job *j) {
  * matvec and the gemm kernels (or there is only the reference), so that
  * decode and prefill rows may share one kernel (ops.h, matmul). */
 static bool rows_kind_free(const cpu_backend *c, inf_dtype type) {
-    if (inf_dtype_is_quant(type)) /* kernels.h gemm_takes: a block type's gemm rows are its matvec's */
+    if (inf_dtype_is_quant(type)) /* kernels.h gemm_takes: the super-block types' gemm rows are their
+                                     matvec's; the 32-block types' are not, once they have a gemm */
         return inf_dtype_block_elems(type) == 256 || !c->k || !c->k->gemm_takes || !c->k->gemm_takes(type);
     return !c->k || !c->k->matvec || (type == INF_DTYPE_Q8_0 && c->k->matvec_exact_q8_0);
 }

@@ -22,6 +22,13 @@
  *     integer block dots exact; gemm applies the scales and sums the blocks
  *     in ref's order (bit-identical); matvec scales lanes of partial dots
  *     and sums them in another order.
+ *   - matmul of the GGUF block types (core/quant.h): activations rounded
+ *     as ref.c rounds them. Q2_K..Q6_K and IQ4_XS: exact super-block
+ *     integer sums scaled and summed in ref.c's order, bit-identical on
+ *     every kernel (matvec and gemm). Q4_0..Q5_1 and IQ4_NL: the gemm is
+ *     bit-identical; the matvec sums its f32 lanes in llama.cpp's vec_dot
+ *     order (AVX2, and AVX-512 for Q4_1/Q5_1) or in block pairs, within the
+ *     matvec budget below.
  *   - matmul F32/F16/BF16: the same rounded operands and exact products,
  *     summed in f32 lanes instead of a double; VDPBF16PS also flushes bf16
  *     subnormals (below 1e-38) to zero.

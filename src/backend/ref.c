@@ -15,6 +15,9 @@
  *     double, as ggml's generic ggml_vec_dot_{f32,f16,bf16} do with
  *     ggml_float. ggml's SIMD paths sum in several f32 lanes instead; the
  *     two differ by ~1e-7 relative, and the double sum is the better oracle.
+ *     The GGUF block types (Q4_0 ... IQ4_XS): the activations as Q8_0, Q8_1
+ *     or Q8_K blocks, then core/quant.h's integer dots, blocks summed in
+ *     order in f32 (inf_quant_dot).
  *   - rmsnorm sums squares in double, scale = 1/sqrtf(mean + eps), then
  *     y = (x * scale) * w, as ggml_rms_norm followed by ggml_mul.
  *   - rope: theta starts at (float)pos and is multiplied by
