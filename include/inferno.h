@@ -566,13 +566,15 @@ inf_status inf_synth_write(const inf_synth_options *opt, const char *path, inf_e
 
 /* Writes out_path: in_path (a GGUF with F32, F16 or BF16 matrices) with its
  * matrices quantized as llama.cpp's llama_model_quantize() quantizes them
- * without an importance matrix, for the mixes Q8_0, Q4_0 and Q6_K: the same
- * per-tensor types (the output head Q6_K, fallbacks for rows that are not
- * whole blocks) and the same blocks, bit for bit; metadata copied, with
- * general.file_type and general.quantization_version set. n_threads
- * quantize rows in parallel; progress (may be NULL) gets the fraction done
- * after each tensor. Written through a temporary file renamed into place. */
-inf_status inf_model_quantize(const char *in_path, const char *out_path, inf_dtype mix, int n_threads,
+ * without an importance matrix, for the mixes "q8_0", "q4_0", "q6_k",
+ * "q4_k_m" and "q5_k_m" (llama-quantize's names): the same per-tensor
+ * types (the output head Q6_K, Q6_K in some layers' attn_v and ffn_down for
+ * the _M mixes, fallbacks for rows that are not whole blocks) and the same
+ * blocks, bit for bit; metadata copied, with general.file_type and
+ * general.quantization_version set. n_threads quantize rows in parallel;
+ * progress (may be NULL) gets the fraction done after each tensor. Written
+ * through a temporary file renamed into place. */
+inf_status inf_model_quantize(const char *in_path, const char *out_path, const char *mix, int n_threads,
                               void (*progress)(double fraction, void *user), void *progress_user, inf_error *err);
 
 /* ------------------------------------------------------------------ machine */

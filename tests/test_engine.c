@@ -74,8 +74,8 @@ static void write_quant_models(const char *dir) {
     o.n_ctx_train = 1024, o.weight_type = INF_DTYPE_F32, o.tokenizer_json = TOKENIZER_JSON;
     o.tokenizer_config_json = NULL, o.n_vocab = N_VOCAB, o.seed = 12;
     inf_error err = {0};
-    if (inf_synth_write(&o, f32, &err) || inf_model_quantize(f32, path_q6_k, INF_DTYPE_Q6_K, 2, NULL, NULL, &err) ||
-        inf_model_quantize(f32, path_q4_0, INF_DTYPE_Q4_0, 2, NULL, NULL, &err)) {
+    if (inf_synth_write(&o, f32, &err) || inf_model_quantize(f32, path_q6_k, "q6_k", 2, NULL, NULL, &err) ||
+        inf_model_quantize(f32, path_q4_0, "q4_0", 2, NULL, NULL, &err)) {
         fprintf(stderr, "block-type models: %s\n", err.msg);
         exit(1);
     }

@@ -68,13 +68,16 @@ int main(void) {
         {NULL, "q4_0", GOLDEN_DIR "tiny-q-q4_0.gguf"}, /* Q4_0, the tied embedding Q6_K */
         {NULL, "q6_k", GOLDEN_DIR "tiny-q-q6_k.gguf"},
         {GOLDEN_DIR "tiny-b-f32.gguf", "q6_k", GOLDEN_DIR "tiny-b-q6_k.gguf"}, /* widths 64, 128: Q8_0 fallbacks */
+        {NULL, "q4_k_m", GOLDEN_DIR "tiny-q-q4_k_m.gguf"}, /* Q4_K, Q6_K in layer 1's attn_v and ffn_down */
+        {NULL, "q5_k_m", GOLDEN_DIR "tiny-q-q5_k_m.gguf"},
+        {GOLDEN_DIR "tiny-b-f32.gguf", "q4_k_m", GOLDEN_DIR "tiny-b-q4_k_m.gguf"}, /* Q5_0 and Q8_0 fallbacks */
+        {GOLDEN_DIR "tiny-b-f32.gguf", "q5_k_m", GOLDEN_DIR "tiny-b-q5_k_m.gguf"}, /* Q5_1 and Q8_0 fallbacks */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char label[128];
         snprintf(label, sizeof label, "quantize %s to %s", cases[i].src ? cases[i].src : "tiny-q-f32", cases[i].mix);
         test_begin(label);
-        inf_dtype mix;
-        TEST_CHECK(inf_dtype_from_name(cases[i].mix, &mix), "mix %s", cases[i].mix);
+        const char *mix = cases[i].mix;
         snprintf(out, sizeof out, "%s/out-%zu.gguf", dir, i);
         if (!TEST_CHECK(inf_model_quantize(cases[i].src ? cases[i].src : src, out, mix, 2, NULL, NULL, &err) == INF_OK,
                         "quantize: %s", err.msg))
@@ -84,11 +87,11 @@ int main(void) {
 
     test_begin("refusals");
     snprintf(out, sizeof out, "%s/refused.gguf", dir);
-    inf_status st = inf_model_quantize(GOLDEN_DIR "tiny-q-q4_0.gguf", out, INF_DTYPE_Q8_0, 1, NULL, NULL, &err);
+    inf_status st = inf_model_quantize(GOLDEN_DIR "tiny-q-q4_0.gguf", out, "q8_0", 1, NULL, NULL, &err);
     TEST_CHECK(st == INF_ERR_UNSUPPORTED && strstr(err.msg, "tensor '") && strstr(err.msg, "already"),
                "a quantized source: %d %s", (int)st, err.msg);
-    st = inf_model_quantize(src, out, INF_DTYPE_Q4_K, 1, NULL, NULL, &err);
-    TEST_CHECK(st == INF_ERR_INVALID && strstr(err.msg, "q4_k"), "an unwritten mix: %d %s", (int)st, err.msg);
+    st = inf_model_quantize(src, out, "q3_k_s", 1, NULL, NULL, &err);
+    TEST_CHECK(st == INF_ERR_INVALID && strstr(err.msg, "q3_k_s"), "an unwritten mix: %d %s", (int)st, err.msg);
     FILE *f = fopen(out, "rb");
     TEST_CHECK(f == NULL, "a refused quantization left %s", out);
     if (f) fclose(f);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 static const char *usage_text =
-    "usage: inferno quantize IN.gguf OUT.gguf TYPE [-t THREADS]\n"
+    "usage: inferno quantize IN.gguf OUT.gguf q8_0|q4_0|q6_k|q4_k_m|q5_k_m [-t THREADS]\n"
     "\n"
     "Quantizes the matrices of IN (f32, f16 or bf16) as llama.cpp's llama-quantize\n"
     "does without an importance matrix, block for block, and writes OUT through a\n"
@@ -18,8 +18,11 @@ static const char *usage_text =
     "  q8_0   every matrix Q8_0\n"
     "  q4_0   every matrix Q4_0; the output head (or the tied embedding) Q6_K\n"
     "  q6_k   every matrix Q6_K\n"
-    "Rows that are not whole blocks fall back as llama.cpp's do (Q6_K to Q8_0,\n"
-    "Q4_0/Q8_0 to F16). Norms and other vectors are copied.\n"
+    "  q4_k_m Q4_K; Q6_K for the output head and for attn_v and ffn_down in the\n"
+    "         first and last eighth of the layers and every third in between\n"
+    "  q5_k_m the same with Q5_K\n"
+    "Rows that are not whole blocks fall back as llama.cpp's do (Q4_K to Q5_0,\n"
+    "Q5_K to Q5_1, Q6_K to Q8_0, then F16). Norms and other vectors are copied.\n"
     "  -t THREADS   threads quantizing rows (default 2)\n";
 
 int cmd_quantize(int argc, char **argv) {
@@ -44,10 +47,11 @@ int cmd_quantize(int argc, char **argv) {
         pos[n_pos++] = a;
     }
     if (n_pos != 3) return cli_fail(EXIT_USAGE, "quantize", "give IN.gguf OUT.gguf TYPE (see --help)");
-    inf_dtype mix;
-    if (!inf_dtype_from_name(pos[2], &mix) ||
-        (mix != INF_DTYPE_Q8_0 && mix != INF_DTYPE_Q4_0 && mix != INF_DTYPE_Q6_K))
-        return cli_fail(EXIT_USAGE, "quantize", "TYPE wants q8_0, q4_0 or q6_k, got '%s'", pos[2]);
+    static const char *const known[] = {"q8_0", "q4_0", "q6_k", "q4_k_m", "q5_k_m"};
+    const char *mix = NULL;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(pos[2], known[i])) mix = known[i];
+    if (!mix) return cli_fail(EXIT_USAGE, "quantize", "TYPE wants q8_0, q4_0, q6_k, q4_k_m or q5_k_m, got '%s'", pos[2]);
     cli_progress bar;
     cli_progress_begin(&bar, "quantizing");
     inf_error err = {0};
@@ -55,6 +59,6 @@ int cmd_quantize(int argc, char **argv) {
     inf_status st = inf_model_quantize(pos[0], pos[1], mix, threads, cli_progress_callback, &bar, &err);
     cli_progress_end(&bar);
     if (st != INF_OK) return cli_fail_error("quantize", &err);
-    fprintf(stderr, "inferno quantize: wrote %s (%s, %.2f s)\n", pos[1], inf_dtype_name(mix), cli_now_s() - t0);
+    fprintf(stderr, "inferno quantize: wrote %s (%s, %.2f s)\n", pos[1], mix, cli_now_s() - t0);
     return 0;
 }

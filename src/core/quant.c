@@ -4,6 +4,7 @@
  */
 #include "core/quant.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -563,12 +564,194 @@ static void quantize_weight_q6_K(const float *x, inf_block_q6_K *y, int64_t n) {
     }
 }
 
+/* Q5_0: the element of largest magnitude (first of equals) is -16 d. */
+static void quantize_weight_q5_0(const float *x, inf_block_q5_0 *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK; b++) {
+        const float *xb = x + b * INF_QK;
+        float amax = 0.0f, max = 0.0f;
+        for (int i = 0; i < INF_QK; i++)
+            if (amax < fabsf(xb[i])) {
+                amax = fabsf(xb[i]);
+                max = xb[i];
+            }
+        const float d = max / -16, id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = inf_f32_to_f16(d);
+        uint32_t qh = 0;
+        for (int j = 0; j < 16; j++) {
+            const int8_t v0 = (int8_t)clampf(xb[j] * id + 16.5f, 0.0f, 32.5f),
+                         v1 = (int8_t)clampf(xb[j + 16] * id + 16.5f, 0.0f, 32.5f);
+            const uint8_t q0 = (uint8_t)(v0 < 31 ? v0 : 31), q1 = (uint8_t)(v1 < 31 ? v1 : 31);
+            y[b].qs[j] = (uint8_t)((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+            qh |= (uint32_t)((q0 & 0x10u) >> 4) << j;
+            qh |= (uint32_t)((q1 & 0x10u) >> 4) << (j + 16);
+        }
+        memcpy(y[b].qh, &qh, 4);
+    }
+}
+
+/* Q5_1: d = (max - min) / 31, m = min, q = (uint8)((x - min) / d + 0.5). */
+static void quantize_weight_q5_1(const float *x, inf_block_q5_1 *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK; b++) {
+        const float *xb = x + b * INF_QK;
+        float min = FLT_MAX, max = -FLT_MAX;
+        for (int i = 0; i < INF_QK; i++) {
+            if (xb[i] < min) min = xb[i];
+            if (xb[i] > max) max = xb[i];
+        }
+        const float d = (max - min) / 31, id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = inf_f32_to_f16(d);
+        y[b].m = inf_f32_to_f16(min);
+        uint32_t qh = 0;
+        for (int j = 0; j < 16; j++) {
+            const uint8_t q0 = (uint8_t)clampf((xb[j] - min) * id + 0.5f, 0.0f, 255.0f),
+                          q1 = (uint8_t)clampf((xb[j + 16] - min) * id + 0.5f, 0.0f, 255.0f);
+            y[b].qs[j] = (uint8_t)((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+            qh |= (uint32_t)((q0 & 0x10u) >> 4) << j;
+            qh |= (uint32_t)((q1 & 0x10u) >> 4) << (j + 16);
+        }
+        memcpy(y[b].qh, &qh, 4);
+    }
+}
+
+/* ggml's make_qkx2_quants (use_mad false): codes L in [0, nmax] and a
+ * scale and min for n weighted values, searched over nstep + 1 scales. */
+static float make_qkx2_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min,
+                              uint8_t *Laux, float rmin, float rdelta, int nstep) {
+    float min = x[0], max = x[0], sum_w = weights[0], sum_x = sum_w * x[0];
+    for (int i = 1; i < n; i++) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        const float w = weights[i];
+        sum_w += w;
+        sum_x += w * x[i];
+    }
+    if (min > 0) min = 0;
+    if (max == min) {
+        for (int i = 0; i < n; i++) L[i] = 0;
+        *the_min = -min;
+        return 0.0f;
+    }
+    float iscale = (float)nmax / (max - min), scale = 1 / iscale, best_error = 0;
+    for (int i = 0; i < n; i++) {
+        const int l = nearest_int(iscale * (x[i] - min));
+        L[i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
+        float diff = scale * (float)L[i] + min - x[i];
+        diff = diff * diff;
+        best_error += weights[i] * diff;
+    }
+    for (int is = 0; is <= nstep; is++) {
+        iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; i++) {
+            int l = nearest_int(iscale * (x[i] - min));
+            l = l < 0 ? 0 : l > nmax ? nmax : l;
+            Laux[i] = (uint8_t)l;
+            const float w = weights[i];
+            sum_l += w * (float)l;
+            sum_l2 += w * (float)l * (float)l;
+            sum_xl += w * (float)l * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float cur_error = 0;
+            for (int i = 0; i < n; i++) {
+                float diff = this_scale * (float)Laux[i] + this_min - x[i];
+                diff = diff * diff;
+                cur_error += weights[i] * diff;
+            }
+            if (cur_error < best_error) {
+                for (int i = 0; i < n; i++) L[i] = Laux[i];
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+/* Q4_K (five false) and Q5_K: per 32-sub-block make_qkx2_quants, the
+ * scales and mins to 6 bits against their maxima, then the codes again. */
+static void quantize_weight_q45_K(const float *x, void *out, int64_t n, bool five) {
+    const int nmax = five ? 31 : 15;
+    for (int64_t b = 0; b < n / INF_QK_K; b++, x += INF_QK_K) {
+        inf_block_q4_K *y4 = (inf_block_q4_K *)out + b;
+        inf_block_q5_K *y5 = (inf_block_q5_K *)out + b;
+        uint8_t *scales12 = five ? y5->scales : y4->scales;
+        uint8_t L[INF_QK_K], Laux[32];
+        float weights[32], mins[8], scales[8], max_scale = 0, max_min = 0;
+        for (int j = 0; j < 8; j++) {
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
+            const float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; l++) weights[l] = av_x + fabsf(x[32 * j + l]);
+            scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, five ? -0.5f : -1.0f,
+                                         0.1f, five ? 15 : 20);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f, inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+        for (int j = 0; j < 8; j++) {
+            uint8_t ls = (uint8_t)nearest_int(inv_scale * scales[j]), lm = (uint8_t)nearest_int(inv_min * mins[j]);
+            ls = ls < 63 ? ls : 63;
+            lm = lm < 63 ? lm : 63;
+            if (j < 4) {
+                scales12[j] = ls;
+                scales12[j + 4] = lm;
+            } else {
+                scales12[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
+                scales12[j - 4] |= (uint8_t)((ls >> 4) << 6);
+                scales12[j] |= (uint8_t)((lm >> 4) << 6);
+            }
+        }
+        const inf_f16 d16 = inf_f32_to_f16(max_scale / 63.0f), dmin16 = inf_f32_to_f16(max_min / 63.0f);
+        if (five) y5->d = d16, y5->dmin = dmin16;
+        else y4->d = d16, y4->dmin = dmin16;
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            inf_q4k_scale_min(j, scales12, &sc, &m);
+            const float d = inf_f16_to_f32(d16) * (float)sc;
+            if (d == 0.0f) continue;
+            const float dm = inf_f16_to_f32(dmin16) * (float)m;
+            for (int i = 0; i < 32; i++) {
+                const int l = nearest_int((x[32 * j + i] + dm) / d);
+                L[32 * j + i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
+            }
+        }
+        if (!five) {
+            for (int j = 0; j < INF_QK_K; j += 64)
+                for (int l = 0; l < 32; l++) y4->qs[j / 2 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
+        } else {
+            memset(y5->qh, 0, 32);
+            uint8_t m1 = 1, m2 = 2;
+            for (int j = 0; j < INF_QK_K; j += 64, m1 = (uint8_t)(m1 << 2), m2 = (uint8_t)(m2 << 2))
+                for (int l = 0; l < 32; l++) {
+                    int l1 = L[j + l], l2 = L[j + l + 32];
+                    if (l1 > 15) l1 -= 16, y5->qh[l] |= m1;
+                    if (l2 > 15) l2 -= 16, y5->qh[l] |= m2;
+                    y5->qs[j / 2 + l] = (uint8_t)(l1 | (l2 << 4));
+                }
+        }
+    }
+}
+
 bool inf_quantize_weight_row(inf_dtype type, const float *x, void *y, int64_t n) {
     if (n % inf_dtype_block_elems(type) != 0) return false;
     switch (type) {
     case INF_DTYPE_Q8_0: quantize_weight_q8_0(x, y, n); return true;
     case INF_DTYPE_Q4_0: quantize_weight_q4_0(x, y, n); return true;
     case INF_DTYPE_Q6_K: quantize_weight_q6_K(x, y, n); return true;
+    case INF_DTYPE_Q5_0: quantize_weight_q5_0(x, y, n); return true;
+    case INF_DTYPE_Q5_1: quantize_weight_q5_1(x, y, n); return true;
+    case INF_DTYPE_Q4_K: quantize_weight_q45_K(x, y, n, false); return true;
+    case INF_DTYPE_Q5_K: quantize_weight_q45_K(x, y, n, true); return true;
     case INF_DTYPE_F16:
         for (int64_t i = 0; i < n; i++) ((inf_f16 *)y)[i] = inf_f32_to_f16(x[i]);
         return true;

@@ -24,7 +24,7 @@ expect_exit() {
 SRC=tests/data/golden/tiny-b-f32.gguf
 check "--help exits 0 with usage on stdout" '"$INFERNO" quantize --help | grep -q "^usage: inferno quantize"'
 expect_exit "no type" 2 "TYPE" "$SRC" "$tmp/x.gguf"
-expect_exit "unknown type" 2 "q4_k_m" "$SRC" "$tmp/x.gguf" q4_k_m
+expect_exit "unknown type" 2 "q3_k_s" "$SRC" "$tmp/x.gguf" q3_k_s
 expect_exit "unknown flag" 2 "--frobnicate" "$SRC" "$tmp/x.gguf" q8_0 --frobnicate
 expect_exit "bad -t" 2 "-t" "$SRC" "$tmp/x.gguf" q8_0 -t 0
 expect_exit "missing input" 1 "no-such.gguf" "$tmp/no-such.gguf" "$tmp/x.gguf" q8_0
