@@ -520,10 +520,24 @@ size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols) {
     return (INF_X86_GEMM_ROWS / QG_ROWS) * (size_t)(cols / INF_QK_K) * QG_BLOCK;
 }
 
+/* The matvec's activation rows; for the 32-block types with the quants
+ * flipped to x ^ 0x80 (= x + 128 as unsigned), the operand their gemm
+ * broadcasts (see qgemm32_tile). */
 void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
     (void)n;
     const size_t stride = inf_act_row_bytes_quant(type, cols);
-    for (int t = t0; t < t1; t++) inf_act_prepare_quant(type, x + (size_t)t * cols, cols, (char *)buf + (size_t)t * stride);
+    const bool q81 = inf_quant_act_type(type) == INF_ACT_Q8_1;
+    const size_t xb = q81 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
+    const size_t xq_at = q81 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
+    for (int t = t0; t < t1; t++) {
+        char *row = (char *)buf + (size_t)t * stride;
+        inf_act_prepare_quant(type, x + (size_t)t * cols, cols, row);
+        if (inf_dtype_block_elems(type) != INF_QK) continue;
+        for (int64_t b = 0; b < cols / INF_QK; b++) {
+            __m256i *q = (__m256i *)(row + (size_t)b * xb + xq_at);
+            _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8((char)0x80)));
+        }
+    }
 }
 
 /* One super-block of one row: the codes in element order, and the scale,
@@ -715,7 +729,7 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
  *   corr  [16 rows]              int32, 128 * Σ vals (see below)
  *   d, m  [16 rows]              f32 (m: Q4_1/Q5_1's min, else 0)
  * VPDPBUSD takes the activations as its unsigned operand, flipped to
- * x + 128 (x ^ 0x80), broadcast a quad at a time, so a lane gathers
+ * x + 128 (x ^ 0x80, at prepare), broadcast a quad at a time, so a lane gathers
  * Σ (x + 128) v = Σ x v + corr: the exact block dot after subtracting
  * corr; then sum += (float)isum * (d_w * d_x) (+ m_w * s_x) per lane, in
  * ref.c's order. */
@@ -731,12 +745,14 @@ size_t inf_avx512_qgemm32_pack_bytes(int64_t cols) {
     return (INF_X86_GEMM_ROWS / QG_ROWS) * (size_t)(cols / INF_QK) * QB_BLOCK;
 }
 
-/* The 32 signed values of a block, and its d and m. */
-static void block_values(inf_dtype type, const char *w, int8_t v[32], float *d, float *m) {
+/* The 32 signed values of a block (stored to v), and its d and m; returns
+ * Σ v. */
+static int32_t block_values(inf_dtype type, const char *w, int8_t v[32], float *d, float *m) {
     *d = inf_f16_to_f32(f16_at(w));
     *m = 0.0f;
-    uint32_t qh = 0;
+    const __m128i m4 = _mm_set1_epi8(0x0F);
     const uint8_t *qs;
+    uint32_t qh = 0;
     switch (type) {
     case INF_DTYPE_Q4_1: qs = ((const inf_block_q4_1 *)w)->qs; *m = inf_f16_to_f32(f16_at(w + 2)); break;
     case INF_DTYPE_Q5_0: qs = ((const inf_block_q5_0 *)w)->qs; memcpy(&qh, ((const inf_block_q5_0 *)w)->qh, 4); break;
@@ -747,17 +763,24 @@ static void block_values(inf_dtype type, const char *w, int8_t v[32], float *d, 
         break;
     default: qs = ((const inf_block_q4_0 *)w)->qs; break; /* Q4_0, IQ4_NL */
     }
-    for (int i = 0; i < 32; i++) {
-        int q = i < 16 ? qs[i] & 0xF : qs[i - 16] >> 4;
-        q |= (int)((qh >> i) & 1) << 4;
-        switch (type) {
-        case INF_DTYPE_Q4_0: q -= 8; break;
-        case INF_DTYPE_Q5_0: q -= 16; break;
-        case INF_DTYPE_IQ4_NL: q = inf_iq4nl_values[q]; break;
-        default: break;
-        }
-        v[i] = (int8_t)q;
+    const __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    __m256i u = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
+                                        _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
+    u = _mm256_or_si256(u, _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(0x10)));
+    switch (type) {
+    case INF_DTYPE_Q4_0: u = _mm256_sub_epi8(u, _mm256_set1_epi8(8)); break;
+    case INF_DTYPE_Q5_0: u = _mm256_sub_epi8(u, _mm256_set1_epi8(16)); break;
+    case INF_DTYPE_IQ4_NL:
+        u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)inf_iq4nl_values)), u);
+        break;
+    default: break;
     }
+    _mm256_storeu_si256((__m256i *)v, u);
+    /* Σ (v + 128) by SAD against zero, minus 32 * 128 */
+    const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(u, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
+    __m128i t = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+    t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
+    return (int32_t)_mm_cvtsi128_si64(t) - 32 * 128;
 }
 
 static void pack_bgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
@@ -769,13 +792,11 @@ static void pack_bgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char 
         if (i >= nr) {
             memset(v[i], 0, 32);
             d[i] = m[i] = 0.0f;
+            corr[i] = 0;
         } else {
-            block_values(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb, v[i], &d[i],
-                         &m[i]);
+            corr[i] = 128 * block_values(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb,
+                                         v[i], &d[i], &m[i]);
         }
-        int32_t s = 0;
-        for (int k = 0; k < 32; k++) s += v[i][k];
-        corr[i] = 128 * s;
     }
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32(32));
@@ -801,9 +822,9 @@ INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t s
         _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {
             const __m512i wv = _mm512_load_si512(pb + q * 64);
             _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
-                uint32_t xq;
+                int32_t xq; /* flipped at prepare */
                 memcpy(&xq, xa[t] + (size_t)b * xb + xq_at + 4 * q, 4);
-                acc[t] = _mm512_dpbusd_epi32(acc[t], _mm512_set1_epi32((int)(xq ^ 0x80808080u)), wv);
+                acc[t] = _mm512_dpbusd_epi32(acc[t], _mm512_set1_epi32(xq), wv);
             }
         }
         const __m512i corr = _mm512_load_si512(pb + QB_CORR);
