@@ -162,6 +162,12 @@ $(BUILD)/kernel-tests/%: tests/%.c $(TEST_LIB) tests/harness.h $(BUILD)/libinfer
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(BUILD)/libinferno.a
 	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -Itests/fuzz $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
 
+# The server's fuzz targets link its library too.
+$(BUILD)/fuzz_server_%: tests/fuzz/fuzz_server_%.c tests/fuzz/fuzz_common.h $(BUILD)/libinferno-server.a \
+                        $(BUILD)/libinferno.a
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -Itests/fuzz $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno-server.a \
+	    $(BUILD)/libinferno.a $(LDLIBS) $(SERVER_LDLIBS) $(INF_LDLIBS)
+
 tests: $(TEST_BIN) $(BUILD)/inferno
 
 fuzz-targets: $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)

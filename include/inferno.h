@@ -104,6 +104,14 @@ typedef struct inf_load_options {
     int n_ctx;           /* default context length of new sessions; 0 = min(model's, 4096) */
     inf_kv_type kv_type; /* element type of the KV cache */
     bool trace;          /* record calls and time per op (inf_model_print_trace) */
+    /* Quantize on load: every matrix stored as F32, F16 or BF16 (token_embd
+     * and output too) is converted to quantize_type into anonymous memory
+     * owned by the model; norms stay f32, quantized matrices stay as they
+     * are. Only INF_DTYPE_Q8_0 is accepted (else INF_ERR_INVALID). The
+     * file is then mapped and read once; with use_mmap false the matrices
+     * already quantized are copied into anonymous memory too. */
+    bool quantize;
+    inf_dtype quantize_type;
     /* Called from the loading thread with the fraction done (0..1), first
      * with 0 and last with 1 on success; NULL for none. */
     void (*progress)(double fraction, void *user);
@@ -112,7 +120,13 @@ typedef struct inf_load_options {
 
 void inf_load_options_default(inf_load_options *opt);
 
-/* Loads a GGUF file. Every tensor is checked for presence, shape and type. */
+/* Loads a GGUF file, or a Hugging Face Qwen3 checkpoint directory:
+ * config.json, model.safetensors or the shards of
+ * model.safetensors.index.json (F32, F16 and BF16 tensors, mapped or read
+ * as the file is), tokenizer.json with tokenizer_config.json, and
+ * generation_config.json (its sampling keys feed
+ * inf_model_sampling_defaults). Every tensor is checked for presence,
+ * shape and type; every size and offset in the files is checked. */
 inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_model **out,
                           inf_error *err);
 void inf_model_free(inf_model *model);
@@ -190,8 +204,9 @@ inf_status inf_session_eval(inf_session *session, const int32_t *tokens, int n_t
 
 typedef struct inf_tokenizer inf_tokenizer;
 
-/* Loads a tokenizer from a GGUF file (tokenizer.ggml.*) or from a Hugging
- * Face tokenizer.json (tokenizer_config.json beside it is read when present). */
+/* Loads a tokenizer from a GGUF file (tokenizer.ggml.*), from a Hugging
+ * Face tokenizer.json (tokenizer_config.json beside it is read when
+ * present), or from a checkpoint directory (its tokenizer.json). */
 inf_status inf_tokenizer_load(const char *path, inf_tokenizer **out, inf_error *err);
 void inf_tokenizer_free(inf_tokenizer *tok);
 
@@ -247,7 +262,9 @@ size_t inf_detok_stream_flush(inf_detok_stream *st, char *out, size_t cap);
 typedef struct inf_chat_template inf_chat_template;
 
 /* Loads the chat template from a GGUF (tokenizer.chat_template), a
- * tokenizer_config.json, or a tokenizer.json (reads the config beside it). */
+ * tokenizer_config.json, a tokenizer.json (reads the config beside it), or
+ * a checkpoint directory (its tokenizer_config.json; Qwen3's built-in
+ * template when it has none). */
 inf_status inf_chat_template_load(const char *path, inf_chat_template **out, inf_error *err);
 /* Builds one from template source text (NULL: the built-in Qwen3 template). */
 inf_status inf_chat_template_from_source(const char *source, inf_chat_template **out,
@@ -263,6 +280,23 @@ const char *inf_chat_template_describe(const inf_chat_template *tmpl);
  * byte-identically to Hugging Face's Jinja rendering. *out is malloc'd. */
 inf_status inf_chat_template_render(const inf_chat_template *tmpl, const char *request_json,
                                     size_t len, char **out, size_t *out_len, inf_error *err);
+
+/* Renders request_json as inf_chat_template_render does (*text: the same
+ * bytes, malloc'd, NUL-terminated) and tokenizes it so that only the
+ * template's own markup becomes control tokens. A special token (marked
+ * special in tokenizer.json, CONTROL in a GGUF: <|im_start|>, <|im_end|>,
+ * <|endoftext|>, ...) is matched only where all of its text was written by
+ * the template; where any of it comes from the request (content,
+ * reasoning_content, roles, names, tool arguments, anything printed from
+ * tools) it is tokenized as plain text together with the text around it, as
+ * Hugging Face does with encode_special_tokens. Non-special added tokens
+ * (<think>, <tool_call>, ...) are matched everywhere, as Hugging Face always
+ * matches them. Without special-token text in the request's strings the ids
+ * are inf_tokenize(*text, 0). *ids is malloc'd (free with free()); on
+ * failure *text and *ids are NULL. Thread-safe. */
+inf_status inf_chat_template_render_ids(const inf_chat_template *tmpl, const inf_tokenizer *tok,
+                                        const char *request_json, size_t len, char **text,
+                                        size_t *text_len, int32_t **ids, size_t *n_ids, inf_error *err);
 
 /* ------------------------------------------------------------------ sampler */
 
@@ -321,7 +355,9 @@ void inf_sampler_params_default(inf_sampler_params *p);
 /* The model's recommended sampling: Qwen3's published values for the mode
  * (thinking: temperature 0.6, top-p 0.95, top-k 20, min-p 0; non-thinking:
  * 0.7, 0.8, 20, 0), each replaced by the file's general.sampling.* key
- * (temp, top_k, top_p, min_p, penalty_repeat, penalty_last_n) when present.
+ * (temp, top_k, top_p, min_p, penalty_repeat, penalty_last_n) when present;
+ * a checkpoint directory's come from its generation_config.json, as
+ * llama.cpp's converter writes them into those keys.
  * Fields that neither sets keep inf_sampler_params_default's values. */
 void inf_model_sampling_defaults(const inf_model *model, bool thinking, inf_sampler_params *p);
 
@@ -385,8 +421,9 @@ int inf_stop_matcher_matched(const inf_stop_matcher *m);
  * needs. Requests are submitted from any thread; one thread, the driver,
  * runs steps (inf_engine_step, or inf_engine_run until inf_engine_stop).
  * Each step is one forward pass holding the next token of every running
- * sequence (decode rows) and at most one chunk of one admitted prompt
- * (chunked prefill), so a running decode never waits more than a chunk.
+ * sequence (decode rows) and chunks of admitted prompts, oldest first, up
+ * to prefill_chunk prompt tokens in all (chunked prefill), so a running
+ * decode never waits more than a chunk.
  *
  * KV cache: one pool of fixed-size blocks; each sequence has a block table.
  * A request is admitted when the blocks its prompt and max_tokens can need
@@ -398,10 +435,13 @@ int inf_stop_matcher_matched(const inf_stop_matcher *m);
  * completions prefills once and forks; the forks share the prompt's blocks
  * (copy on write).
  *
- * A sequence's logits are bit-identical however it is batched, with the
- * prefix cache on or off, for Q8_0 weights; for F32/F16/BF16 weights
- * decode rows are, and prompt rows depend only on the sizes of the chunks
- * the prompt is split into (which a prefix-cache hit changes).
+ * A sequence's logits are bit-identical however it is batched (alone or
+ * with any other sequences), at any thread count, with the prefix cache on
+ * or off, for every weight type and kernel path: a row's kernel depends on
+ * its kind (decode or prompt) alone, never on how many rows share the
+ * step or how the prompt is cut into chunks. (They may differ in the last
+ * bits from inf_session_eval of the same tokens where that evaluates a
+ * lone token as a decode row or wants every position's logits.)
  *
  * Threads: submit, cancel, stats, stop are thread-safe. step and run are
  * called by one thread at a time, which then owns the model's compute: no
@@ -576,6 +616,29 @@ inf_status inf_synth_write(const inf_synth_options *opt, const char *path, inf_e
  * through a temporary file renamed into place. */
 inf_status inf_model_quantize(const char *in_path, const char *out_path, const char *mix, int n_threads,
                               void (*progress)(double fraction, void *user), void *progress_user, inf_error *err);
+
+/* ------------------------------------------------------------------ converting checkpoints */
+
+typedef struct inf_convert_options {
+    bool keep_type;    /* matrices keep the checkpoint's type (default) */
+    inf_dtype type;    /* else every matrix becomes this: f32, f16, bf16 or q8_0 */
+    const char *name;  /* general.name; NULL: the directory's name */
+} inf_convert_options;
+
+/* keep_type, no name. */
+void inf_convert_options_default(inf_convert_options *opt);
+
+/* Writes the GGUF that llama.cpp's converter writes for a Hugging Face Qwen3
+ * checkpoint directory (the directory inf_model_load reads, which must also
+ * hold tokenizer.json): the same metadata keys in the same order (qwen3.*
+ * from config.json, general.sampling.* from generation_config.json,
+ * tokenizer.ggml.* from tokenizer.json padded to vocab_size, the chat
+ * template and special ids from tokenizer_config.json), the same tensor
+ * names, order and shapes, norms in f32. Every file is checked as
+ * inf_model_load checks it. Written through a temporary file and a rename,
+ * so a failure never leaves a partial file. NULL opt: the defaults. */
+inf_status inf_convert_checkpoint(const char *dir, const char *out_path, const inf_convert_options *opt,
+                                  inf_error *err);
 
 /* ------------------------------------------------------------------ machine */
 

@@ -16,8 +16,8 @@
 # time, what is too big to commit: tiny synthetic models from build/inferno
 # synth (fuzz_gguf; not the 1-2.6 MB golden models, which slow it from ~1000
 # to under 100 runs/s and reach no code the small seeds miss), the chat
-# requests of tests/data/chat and Qwen3's tokenizer_config.json
-# (fuzz_chat_template), and the tokenizer corpus (fuzz_tokenizer). The
+# requests of tests/data/chat and tests/data/chat-prompt and Qwen3's
+# tokenizer_config.json (fuzz_chat_template), and the tokenizer corpus (fuzz_tokenizer). The
 # working corpus grows in build-fuzz/corpus/<target>/ (a --runs smoke run
 # uses build-fuzz/smoke/<target>/ and empties it first); crash inputs land
 # in build-fuzz/crashes/<target>/. To replay one:
@@ -89,6 +89,7 @@ for i, line in enumerate(open(sys.argv[1], encoding="utf-8")):
 ' tests/data/tokenizer/corpus.jsonl "$2" || echo "fuzz.sh: no python3; fuzz_tokenizer starts from its seeds only" >&2 ;;
     fuzz_chat_template)
         cp tests/data/chat/*.request.json "$2/" 2>/dev/null || true
+        cp tests/data/chat-prompt/*.request.json "$2/" 2>/dev/null || true
         cp data/qwen3-tokenizer/tokenizer_config.json "$2/" 2>/dev/null || true ;;
     esac
 }
@@ -118,7 +119,7 @@ for t in $TARGETS; do
     max_len=""
     case "$t" in
     fuzz_tokenizer) max_len="-max_len=8192" ;;
-    fuzz_chat_template) max_len="-max_len=16384" ;;
+    fuzz_chat_template|fuzz_server_request) max_len="-max_len=16384" ;;
     esac
     echo "fuzz.sh: $t for $what (corpus $corpus)"
     # -timeout: every input here runs in milliseconds; one that takes 20 s is a hang

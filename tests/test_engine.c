@@ -4,8 +4,11 @@
  *     lengths, joining and leaving between steps, with the prefix cache on
  *     and off, on every kernel path this CPU runs and 1, 2 and 3 threads:
  *     every generated token's logits are bit-identical to the same request
- *     run alone (Q8_0 and Q6_K weights; F32 and Q4_0 weights with the
- *     prefix cache off, where prompt chunks are the same);
+ *     run alone, for all four weight types, and for Q6_K and Q4_0 models
+ *     quantized as llama.cpp would (inf_model_quantize);
+ *   - short suffixes: prompts whose cached prefix leaves 1 to 40 tokens to
+ *     prefill (either side of every kernel threshold) against the same
+ *     prompts cold;
  *   - parallel sampling: completion i of an n-request equals the request
  *     run alone with seed + i;
  *   - the engine against a session (the golden-tested path): bit-identical
@@ -22,6 +25,7 @@
 #include "engine/kv_cache.h"
 #include "harness.h"
 #include "inferno.h"
+#include "tiny_model.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,29 +34,30 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TOKENIZER_JSON "data/qwen3-tokenizer/tokenizer.json"
-
 enum { N_VOCAB = 512, MAX_GEN = 16, MAX_REQ = 16, MAX_PROMPT = 96 };
 
-static char path_q8[256], path_f32[256], path_q6_k[256], path_q4_0[256];
+/* One model per weight type, the same geometry and seed. */
+static const inf_dtype weight_types[4] = {INF_DTYPE_Q8_0, INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_BF16};
+static char paths[4][256];
+#define path_q8 paths[0]
+static char path_q6_k[256], path_q4_0[256]; /* the block types (write_quant_models) */
+
+static const char *model_path(inf_dtype type) {
+    if (type == INF_DTYPE_Q6_K) return path_q6_k;
+    if (type == INF_DTYPE_Q4_0) return path_q4_0;
+    for (int i = 0; i < 4; i++)
+        if (weight_types[i] == type) return paths[i];
+    return paths[0];
+}
 
 static uint64_t rng_state = 20261201;
 static uint32_t rnd(uint32_t n) { return (uint32_t)(test_rng_next(&rng_state) % n); }
 
 static void write_model(const char *path, inf_dtype type) {
     inf_synth_options o;
-    inf_synth_options_default(&o);
-    o.n_layer = 2;
-    o.n_embd = 64;
-    o.n_ff = 96;
-    o.n_head = 4;
-    o.n_head_kv = 2;
+    test_tiny_model_options(&o);
     o.head_dim = 32;
-    o.n_ctx_train = 1024;
     o.weight_type = type;
-    o.tokenizer_json = TOKENIZER_JSON;
-    o.tokenizer_config_json = NULL;
-    o.n_vocab = N_VOCAB;
     o.seed = 11;
     inf_error err = {0};
     if (inf_synth_write(&o, path, &err)) {
@@ -71,7 +76,7 @@ static void write_quant_models(const char *dir) {
     inf_synth_options o;
     inf_synth_options_default(&o);
     o.n_layer = 2, o.n_embd = 256, o.n_ff = 256, o.n_head = 4, o.n_head_kv = 2, o.head_dim = 64;
-    o.n_ctx_train = 1024, o.weight_type = INF_DTYPE_F32, o.tokenizer_json = TOKENIZER_JSON;
+    o.n_ctx_train = 1024, o.weight_type = INF_DTYPE_F32, o.tokenizer_json = TEST_TOKENIZER_JSON;
     o.tokenizer_config_json = NULL, o.n_vocab = N_VOCAB, o.seed = 12;
     inf_error err = {0};
     if (inf_synth_write(&o, f32, &err) || inf_model_quantize(f32, path_q6_k, "q6_k", 2, NULL, NULL, &err) ||
@@ -175,6 +180,13 @@ static void engine_opts(inf_engine_options *o, bool prefix, int block_size, int 
     o->no_prefix_cache = !prefix;
 }
 
+static void step_until_idle(inf_engine *e) {
+    bool busy = true;
+    inf_error err;
+    for (int i = 0; busy && i < 10000; i++)
+        if (inf_engine_step(e, &busy, &err)) break;
+}
+
 /* Runs the specs: each submitted before its submit_step; until all done. */
 static bool run_specs(inf_model *m, const inf_engine_options *eo, const req_spec *specs, int n, outcome *out) {
     inf_engine *e = NULL;
@@ -236,9 +248,7 @@ static void test_invariance(const char *isa, int threads, inf_dtype type, bool p
     char what[160];
     snprintf(what, sizeof what, "invariance %s t=%d %s prefix=%s", isa, threads, inf_dtype_name(type), prefix ? "on" : "off");
     test_begin(what);
-    const char *path = type == INF_DTYPE_Q8_0 ? path_q8 : type == INF_DTYPE_Q6_K ? path_q6_k
-                       : type == INF_DTYPE_Q4_0 ? path_q4_0 : path_f32;
-    inf_model *m = load(path, threads, INF_KV_F16);
+    inf_model *m = load(model_path(type), threads, INF_KV_F16);
     if (!m) return;
     enum { ROUNDS = 2 };
     for (int round = 0; round < ROUNDS; round++) {
@@ -267,6 +277,55 @@ static void test_invariance(const char *isa, int threads, inf_dtype type, bool p
         }
         for (int i = 0; i < n; i++) outcome_free(&alone[i]), outcome_free(&mixed[i]);
     }
+    inf_model_free(m);
+}
+
+/* A prompt whose first 24 tokens are cached leaves a chunk of k tokens
+ * to prefill; cold, the same prompt runs as chunks of 32 and the rest.
+ * Every k from 1 to 40 crosses the kernels' token thresholds (the gemm's
+ * 8, the AMX tiles' 16 and 32) on one side or the other: the logits of
+ * the prompt and of the decode steps after it must be bit-identical. */
+static void test_short_suffixes(const char *isa, inf_dtype type) {
+    char what[160];
+    snprintf(what, sizeof what, "short suffixes after a prefix hit %s %s", isa, inf_dtype_name(type));
+    test_begin(what);
+    inf_model *m = load(model_path(type), 2, INF_KV_F16);
+    if (!m) return;
+    enum { STEM = 24, MAX_SUFFIX = 40 };
+    req_spec stem = {.n_prompt = STEM, .max_tokens = 1, .n = 1};
+    for (int i = 0; i < STEM; i++) stem.prompt[i] = (int32_t)rnd(N_VOCAB);
+    inf_engine_options eo;
+    engine_opts(&eo, true, 16, 32);
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    bool ok = TEST_CHECK(inf_engine_new(m, &eo, &e, &err) == INF_OK, "engine: %s", err.msg);
+    for (int k = 1; ok && k <= MAX_SUFFIX; k++) {
+        outcome first, cached, cold;
+        outcome_init(&first), outcome_init(&cached), outcome_init(&cold);
+        req_spec sp = stem; /* the stem, then k tokens no earlier prompt had */
+        sp.n_prompt = STEM + k;
+        sp.max_tokens = 3;
+        sp.prompt[STEM] = (int32_t)k; /* no earlier suffix starts so */
+        for (int i = STEM + 1; i < sp.n_prompt; i++) sp.prompt[i] = (int32_t)rnd(N_VOCAB);
+        inf_request r;
+        make_request(&stem, &first, &r); /* caches the stem (again: earlier suffixes' blocks may be evicted) */
+        ok = TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit: %s", err.msg);
+        step_until_idle(e);
+        make_request(&sp, &cached, &r);
+        ok = ok && TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit: %s", err.msg);
+        step_until_idle(e);
+        ok = ok && TEST_CHECK(cached.c[0].n_cached == STEM, "suffix %d: %d prompt tokens came from the cache", k,
+                              cached.c[0].n_cached);
+        inf_engine_options cold_opts;
+        engine_opts(&cold_opts, false, 16, 32);
+        ok = ok && run_specs(m, &cold_opts, &sp, 1, &cold);
+        char w[200];
+        snprintf(w, sizeof w, "%s: suffix of %d after %d cached", what, sp.n_prompt - cached.c[0].n_cached,
+                 cached.c[0].n_cached);
+        ok = ok && same_completion(&cold.c[0], &cached.c[0], w);
+        outcome_free(&first), outcome_free(&cached), outcome_free(&cold);
+    }
+    inf_engine_free(e);
     inf_model_free(m);
 }
 
@@ -439,6 +498,81 @@ static void test_kv_cache(void) {
     inf_model_free(m);
 }
 
+/* Random sequences through a small pool, as the engine drives it: match
+ * the longest prefix, copy a partly matched block, allocate the rest
+ * (evicting), hold it a while, then insert and release. After every step
+ * kv_cache_check walks the tree: counts, and an eviction heap that holds
+ * exactly the evictable leaves in LRU order. */
+static void test_kv_cache_churn(void) {
+    test_begin("kv cache: bookkeeping and the eviction heap under churn");
+    inf_model *m = load(path_q8, 1, INF_KV_F16);
+    if (!m) return;
+    enum { BS = 4, N_BLOCKS = 24, LIVE = 3, MAX_TOK = 44, MAX_B = MAX_TOK / BS };
+    kv_cache c;
+    inf_error err = {0};
+    if (!TEST_CHECK(kv_cache_init(&c, m, BS, N_BLOCKS, true, &err) == INF_OK, "init: %s", err.msg)) {
+        inf_model_free(m);
+        return;
+    }
+    typedef struct held_seq {
+        int32_t tokens[MAX_TOK], blocks[MAX_B];
+        int n, n_blocks;
+    } held_seq;
+    held_seq live[LIVE];
+    memset(live, 0, sizeof live);
+    int32_t stems[4][MAX_TOK];
+    for (int i = 0; i < 4; i++)
+        for (int t = 0; t < MAX_TOK; t++) stems[i][t] = (int32_t)rnd(64);
+    bool ok = true;
+    int refused = 0;
+    for (int it = 0; it < 4000 && ok; it++) {
+        held_seq *sq = &live[rnd(LIVE)];
+        if (sq->n_blocks) { /* it finishes: its tokens go to the tree */
+            kv_cache_insert(&c, sq->tokens, sq->n, sq->blocks);
+            for (int i = 0; i < sq->n_blocks; i++) kv_cache_unref(&c, sq->blocks[i]);
+            sq->n_blocks = 0;
+            ok = TEST_CHECK(kv_cache_check(&c), "iteration %d: after a release", it);
+        }
+        sq->n = 1 + (int)rnd(MAX_TOK);
+        memcpy(sq->tokens, stems[rnd(4)], sizeof sq->tokens);
+        for (int t = (int)rnd((uint32_t)sq->n + 1); t < sq->n; t++) sq->tokens[t] = (int32_t)rnd(64);
+        const int hit = kv_cache_match(&c, sq->tokens, sq->n, sq->blocks);
+        sq->n_blocks = (hit + BS - 1) / BS;
+        bool fits = true;
+        if (hit % BS) { /* the partly matched block is copied before it is written */
+            const int32_t copy = kv_cache_alloc(&c);
+            if (copy >= 0) {
+                kv_cache_unref(&c, sq->blocks[sq->n_blocks - 1]);
+                sq->blocks[sq->n_blocks - 1] = copy;
+            }
+            fits = copy >= 0;
+        }
+        while (fits && sq->n_blocks * BS < sq->n) {
+            const int32_t b = kv_cache_alloc(&c);
+            if (b >= 0) sq->blocks[sq->n_blocks++] = b;
+            fits = b >= 0;
+        }
+        if (!fits) { /* the pool is held: this one gives up */
+            for (int i = 0; i < sq->n_blocks; i++) kv_cache_unref(&c, sq->blocks[i]);
+            sq->n_blocks = 0;
+            refused++;
+        }
+        ok = ok && TEST_CHECK(kv_cache_check(&c), "iteration %d: after an admission", it);
+    }
+    for (int i = 0; i < LIVE; i++) {
+        kv_cache_insert(&c, live[i].tokens, live[i].n, live[i].blocks);
+        for (int k = 0; k < live[i].n_blocks; k++) kv_cache_unref(&c, live[i].blocks[k]);
+    }
+    TEST_CHECK(kv_cache_check(&c), "after the last release");
+    TEST_CHECK(c.n_free + c.n_evictable == N_BLOCKS, "every block free or evictable: %d + %d", c.n_free, c.n_evictable);
+    TEST_CHECK(c.evictions > 100 && c.hit_tokens > 0, "the churn evicted (%llu) and hit (%llu tokens); %d refused",
+               (unsigned long long)c.evictions, (unsigned long long)c.hit_tokens, refused);
+    while (kv_cache_alloc(&c) >= 0) {} /* everything can be evicted */
+    TEST_CHECK(c.n_nodes == 0 && kv_cache_check(&c), "the tree empties: %d nodes left", c.n_nodes);
+    kv_cache_free(&c);
+    inf_model_free(m);
+}
+
 /* ------------------------------------------------------------------ accounting, queueing, cancelling */
 
 typedef struct churn {
@@ -517,11 +651,35 @@ static void test_accounting(bool prefix) {
     inf_model_free(m);
 }
 
-static void step_until_idle(inf_engine *e) {
-    bool busy = true;
-    inf_error err;
-    for (int i = 0; busy && i < 10000; i++)
-        if (inf_engine_step(e, &busy, &err)) break;
+/* Short prompts share a step: prompt chunks of several sequences go into
+ * one forward pass, up to prefill_chunk prompt tokens in all. */
+static void test_prompt_packing(void) {
+    test_begin("several prompts in one step");
+    inf_model *m = load(path_q8, 2, INF_KV_F16);
+    if (!m) return;
+    inf_engine_options eo;
+    engine_opts(&eo, false, 16, 64);
+    inf_engine *e = NULL;
+    inf_error err = {0};
+    TEST_CHECK(inf_engine_new(m, &eo, &e, &err) == INF_OK, "engine: %s", err.msg);
+    /* four prompts of 12 tokens fit one chunk of 64; a fifth of 40 does not */
+    outcome o[5];
+    for (int i = 0; i < 5; i++) {
+        req_spec sp = {.n_prompt = i < 4 ? 12 : 40, .max_tokens = 1, .n = 1};
+        for (int k = 0; k < sp.n_prompt; k++) sp.prompt[k] = (int32_t)rnd(N_VOCAB);
+        memset(&o[i], 0, sizeof o[i]);
+        inf_request r;
+        make_request(&sp, &o[i], &r);
+        r.want_logits = false;
+        TEST_CHECK(inf_engine_submit(e, &r, NULL, &err) == INF_OK, "submit %d: %s", i, err.msg);
+    }
+    bool busy;
+    TEST_CHECK(inf_engine_step(e, &busy, &err) == INF_OK, "step: %s", err.msg);
+    for (int i = 0; i < 4; i++) TEST_CHECK(o[i].c[0].done, "prompt %d finished in the first step", i);
+    TEST_CHECK(!o[4].c[0].done, "the fifth waits for the next step");
+    TEST_CHECK(inf_engine_step(e, &busy, &err) == INF_OK && o[4].c[0].done, "then it finishes");
+    inf_engine_free(e);
+    inf_model_free(m);
 }
 
 static void test_queue_and_cancel(void) {
@@ -698,10 +856,10 @@ int main(void) {
     const char *dir = test_tmpdir("engine");
     if (!dir) return 1;
     atexit(test_tmpdir_remove);
-    snprintf(path_q8, sizeof path_q8, "%s/q8.gguf", dir);
-    snprintf(path_f32, sizeof path_f32, "%s/f32.gguf", dir);
-    write_model(path_q8, INF_DTYPE_Q8_0);
-    write_model(path_f32, INF_DTYPE_F32);
+    for (int i = 0; i < 4; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s.gguf", dir, inf_dtype_name(weight_types[i]));
+        if (i == 0 || !threads_only) write_model(paths[i], weight_types[i]);
+    }
     snprintf(path_q6_k, sizeof path_q6_k, "%s/q6_k.gguf", dir);
     snprintf(path_q4_0, sizeof path_q4_0, "%s/q4_0.gguf", dir);
     if (!threads_only) write_quant_models(dir);
@@ -717,19 +875,22 @@ int main(void) {
                 continue;
             }
             inf_model_free(probe);
-            for (int t = 1; t <= 3; t++) {
-                test_invariance(isas[i], t, INF_DTYPE_Q8_0, true);
-                test_invariance(isas[i], t, INF_DTYPE_Q8_0, false);
-                if (t == 2) test_invariance(isas[i], t, INF_DTYPE_F32, false);
-                if (t == 2) test_invariance(isas[i], t, INF_DTYPE_Q6_K, true);  /* exact kernels, as Q8_0 */
-                if (t == 2) test_invariance(isas[i], t, INF_DTYPE_Q4_0, false); /* as F32 */
-            }
+            for (int t = 1; t <= 3; t++)
+                for (int k = 0; k < 4; k++) {
+                    test_invariance(isas[i], t, weight_types[k], true);
+                    if (k == 0 || t == 2) test_invariance(isas[i], t, weight_types[k], false);
+                }
+            test_invariance(isas[i], 2, INF_DTYPE_Q6_K, true);
+            test_invariance(isas[i], 2, INF_DTYPE_Q4_0, true);
+            for (int k = 0; k < 4; k++) test_short_suffixes(isas[i], weight_types[k]);
         }
         unsetenv("INFERNO_ISA");
         test_prefix_hits();
+        test_prompt_packing();
         test_parallel_sampling();
         test_engine_vs_session();
         test_kv_cache();
+        test_kv_cache_churn();
         test_accounting(true);
         test_accounting(false);
         test_queue_and_cancel();

@@ -10,7 +10,7 @@
  *   ISA "ref"                 bit-identical to ref.c for every op
  *   matmul Q8_0, n >= 8 (gemm, avx2, avx512, avx512+amx)   bit-identical
  *   matmul Q2_K..Q6_K, IQ4_XS (avx2, avx512, avx512+amx)    bit-identical
- *   matmul Q4_0..Q5_1, IQ4_NL, n >= 8 (avx512, avx512+amx)  bit-identical (gemm)
+ *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (avx512, +amx)   bit-identical (gemm)
  *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
  *                             (f32 lanes of partial sums instead of a double)
  *   rmsnorm                   4·2^-24 relative (the double sum of exact
@@ -227,8 +227,9 @@ static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int
     const bool gemm_exact = s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX;
     const bool kquant_exact = (s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) &&
                               inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == 256;
+    /* the 32-block types' prompt rows run on the gemm at any count (cpu.c use_gemm) */
     const bool gemm32_exact = (s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) && inf_dtype_is_quant(type) &&
-                              inf_dtype_block_elems(type) == 32 && n >= 8;
+                              inf_dtype_block_elems(type) == 32;
     const bool exact = s->isa == INF_ISA_REF || (gemm_exact && type == INF_DTYPE_Q8_0 && n >= 8) || kquant_exact ||
                        gemm32_exact;
     int reported = 0;
@@ -348,6 +349,63 @@ static void test_matmul_quant(const isa_ops *s) {
                        "token %d alone differs from the same token among %d", t, n);
         }
         free(deq), free((void *)w.data), free(x), free(scratch), free(all), free(one), free(prefill);
+    }
+}
+
+/* Batch invariance of matmul (ops.h): a prompt row's floats depend on
+ * neither how many prompt rows share the call nor where it falls among
+ * them (tiles of 8 or 16 tokens and their remainders, the AMX thresholds),
+ * and a decode row's on neither the decode rows nor the prompt rows beside
+ * it. All 70 rows as prompt rows once; then slices of every size around
+ * the thresholds at ragged offsets, alone and behind d decode rows, must
+ * give the same rows bit for bit; the decode rows likewise against all 70
+ * as decode rows. matmul_group too, for its shared-activation path. */
+static void test_matmul_rows_kind(const isa_ops *s) {
+    static const inf_dtype types[] = {INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_BF16, INF_DTYPE_Q8_0,
+                                      INF_DTYPE_Q4_0, INF_DTYPE_Q4_1, INF_DTYPE_Q4_K, INF_DTYPE_Q6_K};
+    static const int sizes[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47};
+    static const int decodes[] = {0, 1, 3, 16};
+    enum { N = 70, ROWS = 37 };
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const inf_dtype type = types[ti];
+        const int64_t cols = inf_dtype_block_elems(type) == 256 ? 256 : type == INF_DTYPE_F32 || type == INF_DTYPE_F16 ||
+                             type == INF_DTYPE_BF16 ? 50 : 96;
+        char label[160];
+        begin(label, sizeof label, s, "matmul rows keep their kind's floats %s", inf_dtype_name(type));
+        float *deq = malloc((size_t)(ROWS * cols) * sizeof(float));
+        inf_weight w = {.name = "w", .type = type, .rows = ROWS, .cols = cols};
+        w.data = make_weight(type, ROWS, cols, &w.row_bytes, deq);
+        const inf_weight *ws[2] = {&w, &w};
+        float *x = malloc((size_t)N * (size_t)cols * sizeof(float));
+        fill_uniform(x, (size_t)N * (size_t)cols, -2.0f, 2.0f);
+        void *scratch = alloc_bytes((size_t)N * (size_t)cols * sizeof(float));
+        float *as_prompt = alloc_out((size_t)N * ROWS), *as_decode = alloc_out((size_t)N * ROWS);
+        float *got = alloc_out((size_t)N * ROWS), *got2 = alloc_out((size_t)N * ROWS);
+        const inf_ops *ops = s->ops[1];
+        ops->matmul(ops, &w, x, N, 0, as_prompt, scratch);
+        ops->matmul(ops, &w, x, N, N, as_decode, scratch);
+        int bad = 0;
+        for (size_t di = 0; di < sizeof decodes / sizeof *decodes; di++)
+            for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+                const int d = decodes[di], np = sizes[si];
+                const int t0 = (int)(si * 7 % (size_t)(N - np - d + 1)); /* ragged offsets */
+                /* rows t0 .. t0 + d - 1 as decode rows, then np prompt rows */
+                float *y[2] = {got, got2};
+                for (int way = 0; way < 2; way++) {
+                    if (way == 0) ops->matmul(ops, &w, x + (size_t)t0 * (size_t)cols, d + np, d, got, scratch);
+                    else ops->matmul_group(ops, ws, 2, x + (size_t)t0 * (size_t)cols, d + np, d, y, scratch);
+                    for (int t = 0; t < d + np; t++) {
+                        const float *want = (t < d ? as_decode : as_prompt) + (size_t)(t0 + t) * ROWS;
+                        for (int i = 0; i < 1 + way; i++)
+                            if (memcmp(y[i] + (size_t)t * ROWS, want, ROWS * sizeof(float)) != 0 && bad++ < 3)
+                                TEST_CHECK(false, "%s: %d decode + %d prompt rows from %d: row %d (%s) differs",
+                                           way ? "matmul_group" : "matmul", d, np, t0, t, t < d ? "decode" : "prompt");
+                    }
+                }
+            }
+        TEST_CHECK(bad == 0, "%d rows changed with their company", bad);
+        free(deq), free((void *)w.data), free(x), free(scratch);
+        free(as_prompt), free(as_decode), free(got), free(got2);
     }
 }
 
@@ -973,6 +1031,7 @@ int main(void) {
             test_matmul(&s);
             test_matmul_quant(&s);
             test_matmul_group(&s);
+            test_matmul_rows_kind(&s);
             test_elementwise(&s);
             test_kv_store_q8_0_edges(&s);
             test_attention(&s);

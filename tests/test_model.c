@@ -16,6 +16,7 @@
  */
 #include "harness.h"
 #include "inferno.h"
+#include "tiny_model.h"
 #include "model/synth.h"
 
 #include <math.h>
@@ -24,25 +25,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TOKENIZER_JSON "data/qwen3-tokenizer/tokenizer.json"
-
 static const char *tmpdir;
 
-static void tiny_options(inf_synth_options *o) {
-    inf_synth_options_default(o);
-    o->n_layer = 2;
-    o->n_embd = 64;
-    o->n_ff = 96;
-    o->n_head = 4;
-    o->n_head_kv = 2;
-    o->head_dim = 16;
-    o->n_ctx_train = 1024;
-    o->weight_type = INF_DTYPE_F32;
-    o->tokenizer_json = TOKENIZER_JSON;
-    o->tokenizer_config_json = NULL;
-    o->n_vocab = 512;
-    o->seed = 7;
-}
+static void tiny_options(inf_synth_options *o) { test_tiny_model_options(o); }
 
 /* ------------------------------------------------------------ bad models */
 

@@ -305,16 +305,6 @@ static void prepare_act(matmul_job *j) {
     run_tasks(j->c, j->tasks, act_task, j, (double)j->w->cols * j->n);
 }
 
-/* Whether rows of weight type `type` come out bit-identical from the
- * matvec and the gemm kernels (or there is only the reference), so that
- * decode and prefill rows may share one kernel (ops.h, matmul). */
-static bool rows_kind_free(const cpu_backend *c, inf_dtype type) {
-    if (inf_dtype_is_quant(type)) /* kernels.h gemm_takes: the super-block types' gemm rows are their
-                                     matvec's; the 32-block types' are not, once they have a gemm */
-        return inf_dtype_block_elems(type) == 256 || !c->k || !c->k->gemm_takes || !c->k->gemm_takes(type);
-    return !c->k || !c->k->matvec || (type == INF_DTYPE_Q8_0 && c->k->matvec_exact_q8_0);
-}
-
 /* Whether the ISA's matvec takes weights of `type` (kernels.h matvec_takes
  * for the GGUF block types); if not, ref.c's matmul runs, threaded. */
 static bool isa_matvec(const cpu_backend *c, inf_dtype type) {
@@ -322,11 +312,35 @@ static bool isa_matvec(const cpu_backend *c, inf_dtype type) {
     return !inf_dtype_is_quant(type) || (c->k->matvec_takes && c->k->matvec_takes(type));
 }
 
-/* Whether n rows, n_decode of them decode rows, run on the gemm. */
+/* Whether the ISA has a gemm for `type` (kernels.h gemm_takes for the
+ * GGUF block types). */
+static bool isa_gemm(const cpu_backend *c, inf_dtype type) {
+    if (!c->k || !c->k->gemm) return false;
+    return !inf_dtype_is_quant(type) || (c->k->gemm_takes && c->k->gemm_takes(type));
+}
+
+/* Whether rows of weight type `type` come out bit-identical from the
+ * matvec and the gemm kernels (or there is only one of them, or only the
+ * reference), so that any row may take either kernel (ops.h, matmul). The
+ * GGUF block types: the super-block types' kernels agree (kernels.h), the
+ * 32-block types' do not once they have a gemm. */
+static bool rows_kind_free(const cpu_backend *c, inf_dtype type) {
+    if (inf_dtype_is_quant(type))
+        return !isa_matvec(c, type) || !isa_gemm(c, type) || inf_dtype_block_elems(type) == 256;
+    return !c->k || !c->k->matvec || !c->k->gemm || (type == INF_DTYPE_Q8_0 && c->k->matvec_exact_q8_0);
+}
+
+/* Whether n rows, n_decode of them decode rows (all or none, unless the
+ * type is kind-free), run on the gemm. Where the kernels differ, a row's
+ * kind alone picks: decode rows the matvec, prompt rows the gemm, however
+ * few (its per-row result depends on neither the token count nor the
+ * row's place in a tile, and a prefix-cache hit or a chunk boundary
+ * leaves prompt chunks of any size). Where they agree, the count picks
+ * the faster one. */
 static bool use_gemm(const cpu_backend *c, inf_dtype type, int n, int n_decode) {
-    if (!c->k->gemm || n < c->k->gemm_min_tokens) return false;
-    if (inf_dtype_is_quant(type) && !(c->k->gemm_takes && c->k->gemm_takes(type))) return false;
-    return n_decode == 0 || rows_kind_free(c, type);
+    if (!isa_gemm(c, type)) return false;
+    if (rows_kind_free(c, type)) return n >= c->k->gemm_min_tokens;
+    return n_decode == 0;
 }
 
 static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int n, int n_decode, float *y,
@@ -350,6 +364,8 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
         return;
     }
 
+    /* (Should the gemm's panel not fit in memory, the matvec runs: the
+     * result is still right, only no longer batch-invariant.) */
     j.gemm = use_gemm(c, w->type, n, n_decode) && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols));
     prepare_act(&j);
 
@@ -363,8 +379,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
 }
 
 /* Decode rows and prefill rows of a type whose kernels differ run as two
- * products: the decode rows on the matvec, the prefill rows on the kernel
- * their own count picks. */
+ * products: the decode rows on the matvec, the prefill rows on the gemm. */
 static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode, float *y,
                        void *scratch) {
     cpu_backend *c = cpu_of(self);

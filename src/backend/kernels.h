@@ -11,11 +11,16 @@
  * Thread-count independence: a kernel must compute each output element by
  * the same operations wherever the element falls in the task's range (no
  * special remainder arithmetic), so any split gives bit-identical results.
- * Token-count independence is not promised: a matmul of one token (matvec)
- * and of many (gemm) sum in different orders, so the last row of a
- * many-token product may differ from the same row computed alone by
- * rounding (~1e-6 relative), except for Q8_0 on AVX2, AVX-512 and AMX, whose
- * gemms keep ref.c's order.
+ * Token-count independence: each matmul kernel computes a token's row by
+ * the same operations however many tokens the call holds and wherever
+ * the token falls in a tile (the tile's token count is a compile-time
+ * variant of the same sums, or a hardware tile whose rows are
+ * independent). The matvec and the gemm sum in different orders, so a row
+ * may differ between the two by rounding (~1e-6 relative): cpu.c runs
+ * decode rows on the matvec and prefill rows on the gemm whatever their
+ * count (ops.h, matmul: batch invariance), except where the two agree
+ * (matvec_exact_q8_0; no ISA sets it today: the Q8_0 matvecs scale lanes
+ * of partial dots, the gemms keep ref.c's order).
  *
  * Numerics against ref.c (the budgets tests/test_kernels.c enforces):
  *   - matmul Q8_0: activations quantized exactly as inf_quantize_row_q8_0,
@@ -76,12 +81,14 @@ typedef struct inf_kernels {
     void (*gemm_prepare)(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
     /* Rows [r0, r1), r1 - r0 <= gemm_rows, packed into `pack` (64-aligned,
      * gemm_pack_bytes) then multiplied with all a->n tokens (a->data from
-     * gemm_prepare) in register tiles. Used when a->n >= gemm_min_tokens. */
+     * gemm_prepare) in register tiles. Runs every prefill row, however
+     * few (cpu.c), and decode rows too where they come out the same as
+     * from the matvec, from gemm_min_tokens on. */
     void (*gemm)(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
                  size_t y_stride, void *pack);
     size_t (*gemm_pack_bytes)(inf_dtype type, int64_t cols);
     int gemm_rows;       /* weight rows per gemm task, a multiple of 16 */
-    int gemm_min_tokens; /* tokens from which gemm beats matvec */
+    int gemm_min_tokens; /* tokens from which gemm beats matvec (when either may run) */
     /* The Q8_0 matvec's rows are bit-identical to the gemm's (and ref.c's):
      * an exact integer dot per block, block sums added in order. Then decode
      * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul). */

@@ -127,14 +127,14 @@ struct inf_ops {
      * activations: at least n * w->cols * sizeof(float) bytes, 64-aligned.
      *
      * Batch invariance: the first n_decode rows are decode rows, the others
-     * prefill rows. A decode row's result is the same float whatever n and
-     * n_decode are (the decode kernel, and its summation order, do not
-     * depend on how many rows share the call). A prefill row's result
-     * depends only on the count of prefill rows in the call, n - n_decode
-     * (a backend picks its prefill kernel by that count). Where a weight
-     * type's decode and prefill kernels give bit-identical rows (Q8_0: an
-     * exact integer dot per block, block sums in order), all rows may run
-     * through one kernel. */
+     * prefill rows. A row's result is the same float whatever n and
+     * n_decode are, and wherever the row falls among them: the kernel and
+     * its summation order depend on the row's kind alone (a backend runs
+     * decode rows on its decode kernel and prefill rows on its prefill
+     * kernel, however few), so a prompt cut into other chunks (a
+     * prefix-cache hit) gives the same floats. Where a weight type's
+     * decode and prefill kernels give bit-identical rows, any row may take
+     * either, by count. */
     void (*matmul)(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode, float *y,
                    void *scratch);
 

@@ -16,6 +16,12 @@
  * and so is every input the template itself cannot render (it would raise
  * an exception in the reference engine, e.g. null content in a user turn).
  *
+ * Provenance: the renderers write the template's own text with put_lit and
+ * the request's (its strings, or values printed by `tojson`) with put_span
+ * and put_json, which can record where those bytes went; that record is
+ * what lets inf_chat_template_render_ids (chat_prompt.c) keep users' text
+ * from becoming control tokens. New output must keep to the three.
+ *
  * Template detection: a template is Qwen3's when its text equals the
  * published one (qwen3_template.h), allowing the one trailing newline that
  * Jinja engines drop. Anything else is rendered as ChatML, matching the
@@ -31,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef enum chat_format {
     CHAT_FORMAT_QWEN3,
@@ -149,8 +156,24 @@ static inf_status load_from_config(const char *path, const json_value *config, i
     return st;
 }
 
+static bool is_dir(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 inf_status inf_chat_template_load(const char *path, inf_chat_template **out, inf_error *err) {
     *out = NULL;
+    if (is_dir(path)) { /* a Hugging Face checkpoint: its tokenizer_config.json */
+        size_t n = strlen(path);
+        char *config_path = malloc(n + sizeof "/tokenizer_config.json");
+        if (!config_path) return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", path);
+        snprintf(config_path, n + sizeof "/tokenizer_config.json", "%s%stokenizer_config.json", path,
+                 n && path[n - 1] == '/' ? "" : "/");
+        inf_status st = file_exists(config_path) ? inf_chat_template_load(config_path, out, err)
+                                                 : template_new(CHAT_FORMAT_QWEN3, DESCRIBE_BUILTIN, out, err);
+        free(config_path);
+        return st;
+    }
     char magic[4] = {0};
     FILE *f = fopen(path, "rb");
     if (!f) return inf_errorf(err, INF_ERR_IO, "%s: cannot open", path);
@@ -334,7 +357,52 @@ typedef struct text_span {
 
 static text_span span_of(const json_value *v) { return (text_span){v->str.data, v->str.len}; }
 
-static void put_span(inf_buf *b, text_span s) { inf_buf_append(b, s.p, s.n); }
+/* The prompt being rendered: its text, and (when ranges is set) the byte
+ * ranges of it that come from the request (its strings, and the values
+ * `tojson` prints), which inf_chat_template_render_ids tokenizes with
+ * special tokens off. Every byte the renderers write goes through put_lit
+ * (the template's own text) or put_span / put_json (the request's). */
+typedef struct prompt_buf {
+    inf_buf text;
+    tok_range *ranges; /* sorted, disjoint, not adjacent; NULL: not recorded */
+    size_t n_ranges, cap_ranges;
+    bool track, failed;
+} prompt_buf;
+
+static void put_lit(prompt_buf *b, const char *s) { inf_buf_puts(&b->text, s); }
+
+/* Marks text[begin..) (just written from the request) as the request's. */
+static void mark_request(prompt_buf *b, size_t begin) {
+    size_t end = b->text.len;
+    if (!b->track || b->text.failed || end == begin) return;
+    if (b->n_ranges && b->ranges[b->n_ranges - 1].end == begin) { /* adjacent: one run */
+        b->ranges[b->n_ranges - 1].end = end;
+        return;
+    }
+    if (b->n_ranges == b->cap_ranges) {
+        size_t cap = b->cap_ranges ? 2 * b->cap_ranges : 16;
+        tok_range *r = cap < SIZE_MAX / sizeof *r ? realloc(b->ranges, cap * sizeof *r) : NULL;
+        if (!r) {
+            b->failed = true;
+            return;
+        }
+        b->ranges = r;
+        b->cap_ranges = cap;
+    }
+    b->ranges[b->n_ranges++] = (tok_range){begin, end};
+}
+
+static void put_span(prompt_buf *b, text_span s) {
+    size_t begin = b->text.len;
+    inf_buf_append(&b->text, s.p, s.n);
+    mark_request(b, begin);
+}
+
+static void put_json(prompt_buf *b, const json_value *v) {
+    size_t begin = b->text.len;
+    json_write_tojson(&b->text, v);
+    mark_request(b, begin);
+}
 
 /* Offset of the first (or last) occurrence of needle in s, or -1. */
 static long long find_first(text_span s, const char *needle) {
@@ -437,25 +505,25 @@ static bool role_is(const json_value *msg, const char *role) { return string_equ
 
 /* The system preamble: the first message when it is a system message, and
  * the tool signatures when there are tools. */
-static void qwen3_preamble(const chat_request *req, inf_buf *b) {
+static void qwen3_preamble(const chat_request *req, prompt_buf *b) {
     const json_value *first = message_at(req, 0);
     bool has_system = role_is(first, "system");
     if (req->tools) {
-        inf_buf_puts(b, "<|im_start|>system\n");
+        put_lit(b, "<|im_start|>system\n");
         if (has_system) {
             put_span(b, span_of(json_get(first, "content")));
-            inf_buf_puts(b, "\n\n");
+            put_lit(b, "\n\n");
         }
-        inf_buf_puts(b, QWEN3_TOOLS_INTRO);
+        put_lit(b, QWEN3_TOOLS_INTRO);
         for (size_t i = 0; i < req->tools->arr.n; i++) {
-            inf_buf_puts(b, "\n");
-            json_write_tojson(b, req->tools->arr.items[i]);
+            put_lit(b, "\n");
+            put_json(b, req->tools->arr.items[i]);
         }
-        inf_buf_puts(b, QWEN3_TOOLS_OUTRO);
+        put_lit(b, QWEN3_TOOLS_OUTRO);
     } else if (has_system) {
-        inf_buf_puts(b, "<|im_start|>system\n");
+        put_lit(b, "<|im_start|>system\n");
         put_span(b, span_of(json_get(first, "content")));
-        inf_buf_puts(b, "<|im_end|>\n");
+        put_lit(b, "<|im_end|>\n");
     }
 }
 
@@ -473,28 +541,28 @@ static size_t qwen3_last_query_index(const chat_request *req) {
     return n - 1;
 }
 
-static void qwen3_tool_calls(const json_value *calls, text_span content, inf_buf *b) {
+static void qwen3_tool_calls(const json_value *calls, text_span content, prompt_buf *b) {
     for (size_t c = 0; c < calls->arr.n; c++) {
         const json_value *call = calls->arr.items[c];
-        if (c > 0 || content.n > 0) inf_buf_puts(b, "\n");
+        if (c > 0 || content.n > 0) put_lit(b, "\n");
         const json_value *function = json_get(call, "function");
         if (function && function->type == JSON_OBJECT && function->obj.n > 0) call = function;
-        inf_buf_puts(b, "<tool_call>\n{\"name\": \"");
+        put_lit(b, "<tool_call>\n{\"name\": \"");
         put_span(b, span_of(json_get(call, "name")));
-        inf_buf_puts(b, "\", \"arguments\": ");
+        put_lit(b, "\", \"arguments\": ");
         const json_value *args = json_get(call, "arguments");
         if (args && args->type == JSON_STRING) {
             put_span(b, span_of(args));
         } else if (args) {
-            json_write_tojson(b, args);
+            put_json(b, args);
         } else {
-            inf_buf_puts(b, "null"); /* tojson of an undefined value */
+            put_lit(b, "null"); /* tojson of an undefined value */
         }
-        inf_buf_puts(b, "}\n</tool_call>");
+        put_lit(b, "}\n</tool_call>");
     }
 }
 
-static void qwen3_assistant(const chat_request *req, size_t i, size_t last_query, inf_buf *b) {
+static void qwen3_assistant(const chat_request *req, size_t i, size_t last_query, prompt_buf *b) {
     const json_value *msg = message_at(req, i);
     text_span content = span_of(json_get(msg, "content"));
     text_span reasoning = {"", 0};
@@ -517,43 +585,43 @@ static void qwen3_assistant(const chat_request *req, size_t i, size_t last_query
     }
 
     size_t n = req->messages->arr.n;
-    inf_buf_puts(b, "<|im_start|>assistant\n");
+    put_lit(b, "<|im_start|>assistant\n");
     if (i > last_query && (i == n - 1 || reasoning.n > 0)) {
-        inf_buf_puts(b, "<think>\n");
+        put_lit(b, "<think>\n");
         put_span(b, js_trim(reasoning));
-        inf_buf_puts(b, "\n</think>\n\n");
+        put_lit(b, "\n</think>\n\n");
         put_span(b, js_trim_start(content));
     } else {
         put_span(b, content);
     }
     const json_value *calls = json_get(msg, "tool_calls");
     if (calls && calls->type == JSON_ARRAY && calls->arr.n > 0) qwen3_tool_calls(calls, content, b);
-    inf_buf_puts(b, "<|im_end|>\n");
+    put_lit(b, "<|im_end|>\n");
 }
 
 /* Consecutive tool messages share one user turn of <tool_response> blocks. */
-static void qwen3_tool_response(const chat_request *req, size_t i, inf_buf *b) {
+static void qwen3_tool_response(const chat_request *req, size_t i, prompt_buf *b) {
     size_t n = req->messages->arr.n;
-    if (i == 0 || !role_is(message_at(req, i - 1), "tool")) inf_buf_puts(b, "<|im_start|>user");
-    inf_buf_puts(b, "\n<tool_response>\n");
+    if (i == 0 || !role_is(message_at(req, i - 1), "tool")) put_lit(b, "<|im_start|>user");
+    put_lit(b, "\n<tool_response>\n");
     const json_value *content = json_get(message_at(req, i), "content");
     if (!is_absent(content)) put_span(b, span_of(content)); /* null prints as nothing */
-    inf_buf_puts(b, "\n</tool_response>");
-    if (i == n - 1 || !role_is(message_at(req, i + 1), "tool")) inf_buf_puts(b, "<|im_end|>\n");
+    put_lit(b, "\n</tool_response>");
+    if (i == n - 1 || !role_is(message_at(req, i + 1), "tool")) put_lit(b, "<|im_end|>\n");
 }
 
-static void render_qwen3(const chat_request *req, inf_buf *b) {
+static void render_qwen3(const chat_request *req, prompt_buf *b) {
     qwen3_preamble(req, b);
     size_t last_query = qwen3_last_query_index(req);
     for (size_t i = 0; i < req->messages->arr.n; i++) {
         const json_value *msg = message_at(req, i);
         const json_value *role = json_get(msg, "role");
         if (string_equals(role, "user") || (string_equals(role, "system") && i > 0)) {
-            inf_buf_puts(b, "<|im_start|>");
+            put_lit(b, "<|im_start|>");
             put_span(b, span_of(role));
-            inf_buf_puts(b, "\n");
+            put_lit(b, "\n");
             put_span(b, span_of(json_get(msg, "content")));
-            inf_buf_puts(b, "<|im_end|>\n");
+            put_lit(b, "<|im_end|>\n");
         } else if (string_equals(role, "assistant")) {
             qwen3_assistant(req, i, last_query, b);
         } else if (string_equals(role, "tool")) {
@@ -562,8 +630,8 @@ static void render_qwen3(const chat_request *req, inf_buf *b) {
         /* any other role is not rendered */
     }
     if (req->add_generation_prompt) {
-        inf_buf_puts(b, "<|im_start|>assistant\n");
-        if (req->enable_thinking == THINKING_FALSE) inf_buf_puts(b, "<think>\n\n</think>\n\n");
+        put_lit(b, "<|im_start|>assistant\n");
+        if (req->enable_thinking == THINKING_FALSE) put_lit(b, "<think>\n\n</think>\n\n");
     }
 }
 
@@ -573,24 +641,28 @@ static void render_qwen3(const chat_request *req, inf_buf *b) {
  *   {% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' +
  *   message['content'] + '<|im_end|>' + '\n'}}{% endfor %}
  *   {% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %} */
-static void render_chatml(const chat_request *req, inf_buf *b) {
+static void render_chatml(const chat_request *req, prompt_buf *b) {
     for (size_t i = 0; i < req->messages->arr.n; i++) {
         const json_value *msg = message_at(req, i);
-        inf_buf_puts(b, "<|im_start|>");
+        put_lit(b, "<|im_start|>");
         put_span(b, span_of(json_get(msg, "role")));
-        inf_buf_puts(b, "\n");
+        put_lit(b, "\n");
         put_span(b, span_of(json_get(msg, "content")));
-        inf_buf_puts(b, "<|im_end|>\n");
+        put_lit(b, "<|im_end|>\n");
     }
-    if (req->add_generation_prompt) inf_buf_puts(b, "<|im_start|>assistant\n");
+    if (req->add_generation_prompt) put_lit(b, "<|im_start|>assistant\n");
 }
 
 /* ------------------------------------------------------------------ render */
 
-inf_status inf_chat_template_render(const inf_chat_template *tmpl, const char *request_json, size_t len,
-                                    char **out, size_t *out_len, inf_error *err) {
+static inf_status render(const inf_chat_template *tmpl, const char *request_json, size_t len, bool track,
+                         char **out, size_t *out_len, tok_range **ranges, size_t *n_ranges, inf_error *err) {
     *out = NULL;
     *out_len = 0;
+    if (track) {
+        *ranges = NULL;
+        *n_ranges = 0;
+    }
     if (!tmpl || !request_json) return inf_errorf(err, INF_ERR_INVALID, "chat template render: NULL argument");
     json_value *doc = NULL;
     inf_status st = json_parse(request_json, len, "request", &doc, err);
@@ -598,21 +670,37 @@ inf_status inf_chat_template_render(const inf_chat_template *tmpl, const char *r
     chat_request req;
     st = validate_request(tmpl->format, doc, &req, err);
     if (st == INF_OK) {
-        inf_buf b = {0};
+        prompt_buf b = {.track = track};
         if (tmpl->format == CHAT_FORMAT_QWEN3) {
             render_qwen3(&req, &b);
         } else {
             render_chatml(&req, &b);
         }
-        inf_buf_append(&b, "", 0); /* an empty prompt still gets a buffer */
-        if (b.failed) {
-            free(b.data);
+        inf_buf_append(&b.text, "", 0); /* an empty prompt still gets a buffer */
+        if (b.text.failed || b.failed) {
+            free(b.text.data);
+            free(b.ranges);
             st = inf_errorf(err, INF_ERR_NOMEM, "chat template: out of memory rendering the prompt");
         } else {
-            *out = b.data;
-            *out_len = b.len;
+            *out = b.text.data;
+            *out_len = b.text.len;
+            if (track) {
+                *ranges = b.ranges;
+                *n_ranges = b.n_ranges;
+            }
         }
     }
     json_free(doc);
     return st;
+}
+
+inf_status inf_chat_template_render(const inf_chat_template *tmpl, const char *request_json, size_t len,
+                                    char **out, size_t *out_len, inf_error *err) {
+    return render(tmpl, request_json, len, false, out, out_len, NULL, NULL, err);
+}
+
+inf_status chat_template_render_ranges(const inf_chat_template *tmpl, const char *request_json, size_t len,
+                                       char **out, size_t *out_len, tok_range **ranges, size_t *n_ranges,
+                                       inf_error *err) {
+    return render(tmpl, request_json, len, true, out, out_len, ranges, n_ranges, err);
 }

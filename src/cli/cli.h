@@ -22,12 +22,14 @@ int cmd_run(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Prints "inferno CMD: message" to stderr; returns code (for `return cli_fail(...)`). */
 int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -59,7 +61,12 @@ typedef struct cli_model_args {
     bool no_mmap;             /* --no-mmap */
     bool trace;               /* --trace */
     inf_kv_type kv_type;      /* --kv-type */
+    bool quantize;            /* --quantize TYPE */
+    inf_dtype quantize_type;
 } cli_model_args;
+
+/* Parses --quantize's value (q8_0); false after printing a usage error. */
+bool cli_parse_quantize(const char *cmd, const char *v, inf_dtype *out);
 
 /* Tries to consume argv[*i] (and its value) as one of the shared model
  * flags. Returns 1 when consumed, 0 when not a shared flag, -1 on a bad
@@ -195,8 +202,10 @@ typedef struct cli_message {
 } cli_message;
 
 /* Renders messages with the chat template as a prompt ready for the
- * assistant's answer (enable_thinking = thinking). *out is malloc'd. */
-inf_status cli_render_chat(const inf_chat_template *tmpl, const cli_message *msgs, size_t n, bool thinking,
-                           char **out, size_t *len, inf_error *err);
+ * assistant's answer (enable_thinking = thinking) and tokenizes it with
+ * inf_chat_template_render_ids: the messages' text never becomes control
+ * tokens. *ids is malloc'd. */
+inf_status cli_render_chat(const inf_chat_template *tmpl, const inf_tokenizer *tok, const cli_message *msgs,
+                           size_t n, bool thinking, int32_t **ids, size_t *n_ids, inf_error *err);
 
 #endif

@@ -308,8 +308,8 @@ void cli_generate(cli_generation *g) {
     }
 }
 
-inf_status cli_render_chat(const inf_chat_template *tmpl, const cli_message *msgs, size_t n, bool thinking,
-                           char **out, size_t *len, inf_error *err) {
+inf_status cli_render_chat(const inf_chat_template *tmpl, const inf_tokenizer *tok, const cli_message *msgs,
+                           size_t n, bool thinking, int32_t **ids, size_t *n_ids, inf_error *err) {
     cJSON *req = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(req, "messages");
     bool ok = req && list;
     for (size_t i = 0; ok && i < n; i++) {
@@ -325,7 +325,10 @@ inf_status cli_render_chat(const inf_chat_template *tmpl, const cli_message *msg
         snprintf(err->msg, sizeof err->msg, "out of memory rendering the chat");
         return err->status = INF_ERR_NOMEM;
     }
-    inf_status st = inf_chat_template_render(tmpl, json, strlen(json), out, len, err);
+    char *text = NULL;
+    size_t len = 0;
+    inf_status st = inf_chat_template_render_ids(tmpl, tok, json, strlen(json), &text, &len, ids, n_ids, err);
+    free(text);
     free(json);
     return st;
 }

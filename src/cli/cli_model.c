@@ -1,5 +1,6 @@
 /*
- * cli_model.c — what run, logits and bench share: the model flags, loading
+ * cli_model.c — what run, logits and bench share: the model flags (-m takes
+ * a GGUF file or a Hugging Face checkpoint directory), loading
  * with a one-line error, turning -p / --tokens into ids, finding data files.
  */
 #include "cli/cli.h"
@@ -49,6 +50,11 @@ int cli_model_flag(const char *cmd, cli_model_args *a, int argc, char **argv, in
         a->n_ctx = (int)n;
         return 1;
     }
+    if (!strcmp(f, "--quantize")) {
+        if (!(v = cli_flag_value(cmd, argc, argv, i)) || !cli_parse_quantize(cmd, v, &a->quantize_type)) return -1;
+        a->quantize = true;
+        return 1;
+    }
     if (!strcmp(f, "--kv-type")) {
         if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
         if (!inf_kv_type_from_name(v, &a->kv_type)) {
@@ -60,6 +66,14 @@ int cli_model_flag(const char *cmd, cli_model_args *a, int argc, char **argv, in
     return 0;
 }
 
+bool cli_parse_quantize(const char *cmd, const char *v, inf_dtype *out) {
+    if (!inf_dtype_from_name(v, out) || *out != INF_DTYPE_Q8_0) {
+        cli_fail(EXIT_USAGE, cmd, "--quantize wants q8_0, got '%s'", v);
+        return false;
+    }
+    return true;
+}
+
 inf_model *cli_load_model(const char *cmd, const cli_model_args *a) {
     inf_load_options opt;
     inf_load_options_default(&opt);
@@ -68,6 +82,8 @@ inf_model *cli_load_model(const char *cmd, const cli_model_args *a) {
     opt.use_mmap = !a->no_mmap;
     opt.trace = a->trace;
     opt.kv_type = a->kv_type;
+    opt.quantize = a->quantize;
+    opt.quantize_type = a->quantize_type;
     cli_progress bar;
     cli_progress_begin(&bar, "loading");
     opt.progress = cli_progress_callback;

@@ -52,6 +52,7 @@ static const char *usage_text =
     "               the file (compare engines this way: mapped reads are erratic\n"
     "               on some VMs)\n"
     "  --kv-type    KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
+    "  --quantize q8_0  convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --no-warmup  skip the warm-up runs\n"
     "  --bw-mib N   buffer size for the bandwidth measurement (default 1024;\n"
     "               0 = do not measure)\n"
@@ -276,6 +277,7 @@ typedef struct bench_ctx {
     double bw_gb_s;  /* 0 = not measured */
     bool progress;   /* stderr is a terminal */
     int32_t first_token; /* argmax after a prefill: part of the time to first token */
+    size_t kv_pool_max_bytes; /* engine cases: the largest KV pool an engine allocated */
 } bench_ctx;
 
 /* "1.23 GB", "456.7 MB", "12.3 kB" into buf. */
@@ -541,6 +543,7 @@ static int bench_parallel(bench_ctx *b, int n_streams) {
     inf_engine_stats stats;
     inf_engine_get_stats(e, &stats);
     inf_engine_free(e);
+    if (stats.kv_bytes > b->kv_pool_max_bytes) b->kv_pool_max_bytes = stats.kv_bytes;
     double *timed = tok_s + (o->warmup ? 1 : 0), *timed_s = seconds + (o->warmup ? 1 : 0);
     double samples[MAX_REPS];
     memcpy(samples, timed_s, (size_t)o->reps * sizeof *samples);
@@ -553,7 +556,9 @@ static int bench_parallel(bench_ctx *b, int n_streams) {
         print_json_samples(samples, o->reps);
         printf("}\n");
     } else {
-        printf("  %-14s %10.2f %10.2f %10.2f %11s %8s %6s\n", name, speed.median, speed.min, speed.max, "-", "-", "-");
+        char pool[32];
+        printf("  %-14s %10.2f %10.2f %10.2f %11s %8s %6s   KV pool %s\n", name, speed.median, speed.min, speed.max, "-",
+               "-", "-", human_bytes((double)stats.kv_bytes, pool, sizeof pool));
     }
     fflush(stdout);
     return 0;
@@ -612,6 +617,7 @@ static int bench_prefix(bench_ctx *b) {
     inf_engine_stats stats;
     inf_engine_get_stats(e, &stats);
     inf_engine_free(e);
+    if (stats.kv_bytes > b->kv_pool_max_bytes) b->kv_pool_max_bytes = stats.kv_bytes;
     const int skip = o->warmup ? 1 : 0;
     spread c = spread_of(cold + skip, o->reps), h = spread_of(cached + skip, o->reps);
     if (o->json) {
@@ -622,8 +628,10 @@ static int bench_prefix(bench_ctx *b) {
                np, ns, c.median, c.min, c.max, h.median, h.min, h.max, h.median > 0 ? c.median / h.median : 0,
                (unsigned long long)stats.prefix_hit_tokens);
     } else {
-        printf("  prefix %d + suffix %d: time to first token cold %.2f ms, cached %.2f ms (%.1fx)\n", np, ns, c.median,
-               h.median, h.median > 0 ? c.median / h.median : 0);
+        char pool[32];
+        printf("  prefix %d + suffix %d: time to first token cold %.2f ms, cached %.2f ms (%.1fx); KV pool %s\n", np,
+               ns, c.median, h.median, h.median > 0 ? c.median / h.median : 0,
+               human_bytes((double)stats.kv_bytes, pool, sizeof pool));
     }
     fflush(stdout);
     return 0;
@@ -676,7 +684,11 @@ static int bench_model(bench_opts *o, int need) {
     if (!b.tokens || !b.logits) rc = cli_fail(EXIT_RUNTIME, "bench", "out of memory");
     else if (!o->n_streams && !o->prefix && inf_session_new(b.model, need, &b.session, &err))
         rc = cli_fail_error("bench", &err);
-    /* K and V: [n_layer][need][n_head_kv * head_dim] each */
+    /* The session's K and V: [n_layer][need][n_head_kv * head_dim] each.
+     * The engine cases allocate an engine (and its KV pool) per case
+     * instead: their header says so, their rows name the pool, and the
+     * summary counts the largest. */
+    const bool engine_cases = o->n_streams || o->prefix;
     uint64_t kv_cache_bytes = 2u * inf_kv_type_bytes(o->model.kv_type, (size_t)b.info.n_layer * (size_t)need *
                                                           (size_t)b.info.n_head_kv * (size_t)b.info.head_dim);
 
@@ -684,11 +696,14 @@ static int bench_model(bench_opts *o, int need) {
         printf("inferno bench: %s%s%s%s\n", o->model.model_path, *b.info.name ? " (" : "",
                b.info.name, *b.info.name ? ")" : "");
         char weights[32], kv[32];
-        printf("  %s weights, %s, %d layers, %.1f M params; KV cache %s, %s for %d tokens\n",
-               inf_dtype_name(b.info.weight_type),
+        printf("  %s weights, %s, %d layers, %.1f M params; ", inf_dtype_name(b.info.weight_type),
                human_bytes((double)b.info.weight_bytes, weights, sizeof weights), b.info.n_layer,
-               b.info.n_params * 1e-6, inf_kv_type_name(o->model.kv_type),
-               human_bytes((double)kv_cache_bytes, kv, sizeof kv), need);
+               b.info.n_params * 1e-6);
+        if (engine_cases)
+            printf("KV cache %s, an engine's pool per case (on its row)\n", inf_kv_type_name(o->model.kv_type));
+        else
+            printf("KV cache %s, %s for %d tokens\n", inf_kv_type_name(o->model.kv_type),
+                   human_bytes((double)kv_cache_bytes, kv, sizeof kv), need);
         printf("  kernels %s, %d threads, weights %s, loaded in %.3f s\n", b.info.isa,
                b.info.n_threads, o->model.no_mmap ? "in anonymous memory" : "mapped from the file",
                load_s);
@@ -702,6 +717,7 @@ static int bench_model(bench_opts *o, int need) {
         fflush(stdout);
     }
     if (!rc) rc = run_cases(&b);
+    if (engine_cases) kv_cache_bytes = b.kv_pool_max_bytes;
     if (!rc) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
@@ -718,9 +734,9 @@ static int bench_model(bench_opts *o, int need) {
                    b.n_ordinary, o->warmup ? "true" : "false");
         } else {
             char weights[32], kv[32];
-            printf("\n  peak RSS %.1f MB (weights %s + KV cache %s)\n", peak_rss_mb,
+            printf("\n  peak RSS %.1f MB (weights %s + %s %s)\n", peak_rss_mb,
                    human_bytes((double)b.info.weight_bytes, weights, sizeof weights),
-                   human_bytes((double)kv_cache_bytes, kv, sizeof kv));
+                   engine_cases ? "the largest KV pool" : "KV cache", human_bytes((double)kv_cache_bytes, kv, sizeof kv));
         }
         fflush(stdout);
     }

@@ -37,7 +37,8 @@ static const char *usage_text =
     "Ctrl-C stops an answer and keeps the conversation. Thinking is shown dimmed.\n"
     "With stdin not a terminal, lines are read plainly (one message or command each).\n"
     "\n"
-    "  -m, --model FILE      GGUF model (default: $INFERNO_MODEL, else a synthetic model)\n"
+    "  -m, --model PATH      GGUF file or Hugging Face checkpoint directory\n"
+    "                        (default: $INFERNO_MODEL, else a synthetic model)\n"
     "  --system TEXT         system message\n"
     "  --no-think            start with thinking off (enable_thinking = false)\n"
     "  --hide-think          do not show the thinking, only the answer\n"
@@ -47,6 +48,7 @@ static const char *usage_text =
     "  -t, --threads N       threads (default: physical cores)\n"
     "  -c, --ctx-size N      context length (default: min(model's, 4096))\n"
     "  --no-mmap             read the weights into memory instead of mapping the file\n"
+    "  --quantize q8_0       convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --kv-type T           KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
     "\n"
     "Sampling defaults: the model's recommended values for the current thinking mode\n"
@@ -190,13 +192,8 @@ static inf_status conversation_ids(chat *c, int32_t **ids, size_t *n, inf_error 
     size_t k = 0;
     if (c->system) all[k++] = (cli_message){"system", c->system};
     if (c->n_msgs) memcpy(all + k, c->msgs, c->n_msgs * sizeof *all);
-    char *text = NULL;
-    size_t len = 0;
-    inf_status st = cli_render_chat(c->tmpl, all, n_all, c->think, &text, &len, err);
+    inf_status st = cli_render_chat(c->tmpl, c->tok, all, n_all, c->think, ids, n, err);
     free(all);
-    if (st) return st;
-    st = inf_tokenize(c->tok, text, len, 0, ids, n, err);
-    free(text);
     return st;
 }
 

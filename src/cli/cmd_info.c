@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 static const char *usage_text =
-    "usage: inferno info -m MODEL [--tensors] [--no-mmap] [-t THREADS]\n"
+    "usage: inferno info -m MODEL [--tensors] [--no-mmap] [--quantize q8_0] [-t THREADS]\n"
     "\n"
     "Prints the architecture, hyperparameters, parameter count, size, the mix of\n"
     "tensor types (bytes per type), the tokenizer, the chat template, the sampling\n"
@@ -101,8 +101,10 @@ int cmd_info(int argc, char **argv) {
     inf_model_get_info(m, &in);
     const inf_tokenizer *tok = inf_model_tokenizer(m);
     struct stat sb;
-    uint64_t file_bytes = stat(a.model_path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-    printf("file         %s (%.1f MiB)\n", a.model_path, mib(file_bytes));
+    bool is_dir = stat(a.model_path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    uint64_t file_bytes = !is_dir && stat(a.model_path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    if (is_dir) printf("file         %s (Hugging Face checkpoint directory)\n", a.model_path);
+    else printf("file         %s (%.1f MiB)\n", a.model_path, mib(file_bytes));
     printf("name         %s\n", in.name);
     printf("architecture %s\n", in.architecture);
     printf("layers       %d\n", in.n_layer);

@@ -27,7 +27,8 @@ static const char *usage_text =
     "N tokens, or a full context. Ctrl-C stops generation too: the text so far and\n"
     "the timings line are still printed, and the exit status is 130.\n"
     "\n"
-    "  -m, --model FILE      GGUF model (default: $INFERNO_MODEL, else a synthetic model)\n"
+    "  -m, --model PATH      GGUF file or Hugging Face checkpoint directory\n"
+    "                        (default: $INFERNO_MODEL, else a synthetic model)\n"
     "  -p, --prompt TEXT     the prompt (special tokens like <|im_start|> are parsed)\n"
     "  -f, --file FILE       read the prompt from FILE ('-' = stdin)\n"
     "  --tokens ID,ID,...    the prompt as token ids\n"
@@ -41,6 +42,7 @@ static const char *usage_text =
     "  -t, --threads N       threads (default: physical cores)\n"
     "  -c, --ctx-size N      context length (default: min(model's, 4096))\n"
     "  --no-mmap             read the weights into memory instead of mapping the file\n"
+    "  --quantize q8_0       convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --kv-type T           KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
     "  --trace               print calls and time per op at exit\n"
     "\n"
@@ -244,25 +246,19 @@ static int prompt_ids(const run_args *a, const inf_model *m, int32_t **ids, size
     char *text = read_prompt(a, &rc);
     if (!text) return rc;
     inf_error err = {0};
-    if (a->chat) {
+    inf_status st;
+    if (a->chat) { /* the prompt is a user message: its text never becomes control tokens */
         inf_chat_template *tmpl = NULL;
         cli_message msgs[2];
         size_t n_msgs = 0;
         if (a->system) msgs[n_msgs++] = (cli_message){"system", (char *)a->system};
         msgs[n_msgs++] = (cli_message){"user", text};
-        char *rendered = NULL;
-        size_t len;
-        if (inf_chat_template_load(a->model.model_path, &tmpl, &err) ||
-            cli_render_chat(tmpl, msgs, n_msgs, !a->no_think, &rendered, &len, &err)) {
-            inf_chat_template_free(tmpl);
-            free(text);
-            return cli_fail_error("run", &err);
-        }
+        st = inf_chat_template_load(a->model.model_path, &tmpl, &err);
+        if (!st) st = cli_render_chat(tmpl, tok, msgs, n_msgs, !a->no_think, ids, n, &err);
         inf_chat_template_free(tmpl);
-        free(text);
-        text = rendered;
+    } else { /* a raw prompt: control tokens written in it are meant */
+        st = inf_tokenize(tok, text, strlen(text), 0, ids, n, &err);
     }
-    inf_status st = inf_tokenize(tok, text, strlen(text), 0, ids, n, &err);
     free(text);
     if (st) return cli_fail_error("run", &err);
     if (*n == 0) {

@@ -15,6 +15,7 @@ typedef struct command {
 static const command commands[] = {
     {"run", cmd_run, "generate text from a prompt (greedy, or sampled)"},
     {"chat", cmd_chat, "chat with a model in the terminal"},
+    {"serve", cmd_serve, "an OpenAI- and Anthropic-compatible HTTP server"},
     {"logits", cmd_logits, "print the top logits of a prompt as JSON"},
     {"info", cmd_info, "describe a model file"},
     {"tokenize", cmd_tokenize, "text to token ids (JSON)"},
@@ -22,7 +23,8 @@ static const command commands[] = {
     {"template", cmd_template, "render a chat request with the model's chat template"},
     {"bench", cmd_bench, "measure prefill and decode speed"},
     {"synth", cmd_synth, "write a synthetic Qwen3 GGUF with random weights"},
-    {"quantize", cmd_quantize, "quantize a GGUF's matrices as llama.cpp does (q8_0, q4_0, q6_k)"},
+    {"quantize", cmd_quantize, "quantize a GGUF as llama.cpp does (q8_0 q4_0 q6_k q4_k_m q5_k_m)"},
+    {"convert", cmd_convert, "write a Hugging Face checkpoint directory as a GGUF"},
 };
 
 static void usage(FILE *out) {

@@ -10,16 +10,18 @@
  *      completion); a request that does not fit waits, and so do the ones
  *      after it;
  *   3. runs one forward pass: one decode row per generating sequence, then
- *      the next chunk of the oldest sequence still in its prompt;
+ *      the next chunks of the sequences still in their prompts, oldest
+ *      first, up to prefill_chunk prompt tokens in all;
  *   4. samples each sequence whose logits came out, forking a request's n
  *      completions at the end of its prompt, and delivers events; finished
  *      sequences hand their blocks to the prefix tree and release the rest.
  * A sequence writes a position's K and V only into a block it alone holds:
  * a block still shared (with the prefix tree or a fork) is copied first.
  *
- * One prompt chunk per step, of a size fixed by the sequence alone
- * (prefill_chunk), and decode rows kept apart in matmul (ops.h) make a
- * sequence's rows independent of the batch it runs in.
+ * A row's kernel is chosen by its kind alone (decode rows on the matvec,
+ * prompt rows on the gemm: ops.h, matmul), and attention runs per
+ * sequence, so a sequence's rows do not depend on the batch it runs in or
+ * on how its prompt is cut into chunks.
  */
 #include "engine/kv_cache.h"
 
@@ -575,19 +577,17 @@ static void release_sequence(inf_engine *e, sequence *s) {
 /* Takes the queue's cancelled requests out (they get DONE events after the
  * lock is released) and marks running sequences of cancelled requests. */
 static engine_request *take_cancelled(inf_engine *e) {
-    engine_request *gone = NULL;
+    engine_request *gone = NULL, *kept = NULL; /* kept: the last request left in the queue */
     pthread_mutex_lock(&e->mu);
     for (engine_request **at = &e->queue_head; *at;) {
         engine_request *r = *at;
         if (!r->cancelled) {
+            kept = r;
             at = &r->next;
             continue;
         }
         *at = r->next;
-        if (e->queue_tail == r) {
-            e->queue_tail = NULL;
-            for (engine_request *q = e->queue_head; q; q = q->next) e->queue_tail = q;
-        }
+        if (e->queue_tail == r) e->queue_tail = kept;
         e->n_queued--;
         r->next = gone;
         gone = r;
@@ -688,8 +688,12 @@ static void reap(inf_engine *e) {
 static void prompt_done(inf_engine *e, sequence *s, const float *logits) {
     s->decoding = true;
     const int n = s->r->req.n;
-    sequence *forks[1024];
+    /* the forks join the running list at its end: admission counted their
+     * slots (n_slots), so the list (max_seqs long) has room for them */
+    sequence **forks = e->running + e->n_running;
     int n_forks = 0;
+    /* the reservation was made for all completions; spread it */
+    const int per_fork = blocks_for(s->r->n_ctx_need, e->block_size) - (int)s->r->req.n_prompt / e->block_size;
     for (int i = 1; i < n; i++) {
         sequence *f = fork_sequence(e, s, i);
         if (!f) { /* out of memory: this completion ends at once */
@@ -699,16 +703,11 @@ static void prompt_done(inf_engine *e, sequence *s, const float *logits) {
             e->n_slots--;
             continue;
         }
+        f->reserve = INF_MIN(per_fork, s->reserve);
+        s->reserve -= f->reserve;
         forks[n_forks++] = f;
     }
-    /* the reservation was made for all completions; spread it */
-    const int per_fork = blocks_for(s->r->n_ctx_need, e->block_size) - (int)s->r->req.n_prompt / e->block_size;
-    for (int i = 0; i < n_forks; i++) {
-        const int give = INF_MIN(per_fork, s->reserve);
-        forks[i]->reserve = give;
-        s->reserve -= give;
-        e->running[e->n_running++] = forks[i];
-    }
+    e->n_running += n_forks;
     sample_next(e, s, logits);
     for (int i = 0; i < n_forks; i++) sample_next(e, forks[i], logits);
 }
@@ -731,7 +730,8 @@ inf_status inf_engine_step(inf_engine *e, bool *busy, inf_error *err) {
     reap(e);
     admit(e);
 
-    /* the batch: decode rows, then one chunk of the oldest prompt */
+    /* the batch: decode rows, then prompt chunks, oldest first, up to
+     * prefill_chunk prompt tokens in all */
     int n_rows = 0, n_seqs = 0;
     inf_status st = INF_OK;
     for (int i = 0; i < e->n_running && !st; i++) {
@@ -746,10 +746,12 @@ inf_status inf_engine_step(inf_engine *e, bool *busy, inf_error *err) {
             .n = 1, .pos0 = s->n_cached, .decode = true, .blocks = s->blocks, .n_logits = 1};
         e->batch_seqs[n_seqs++] = s;
     }
-    for (int i = 0; i < e->n_running && !st; i++) {
+    int budget = e->prefill_chunk;
+    for (int i = 0; i < e->n_running && !st && budget > 0; i++) {
         sequence *s = e->running[i];
-        if (s->decoding) continue;
-        const int n = INF_MIN(e->prefill_chunk, s->n_tokens - s->n_cached);
+        if (s->decoding || s->done) continue;
+        const int n = INF_MIN(budget, s->n_tokens - s->n_cached);
+        budget -= n;
         if (!make_writable(e, s, s->n_cached, n)) {
             st = inf_errorf(err, INF_ERR_NOMEM, "the KV pool ran out of blocks (a reservation bug)");
             break;
@@ -759,7 +761,6 @@ inf_status inf_engine_step(inf_engine *e, bool *busy, inf_error *err) {
         e->batch_rows[n_seqs] = (qwen3_seq_rows){
             .n = n, .pos0 = s->n_cached, .blocks = s->blocks, .n_logits = s->n_cached + n == s->n_tokens ? 1 : 0};
         e->batch_seqs[n_seqs++] = s;
-        break;
     }
     if (!st && n_seqs) {
         qwen3_forward(e->model, &e->work, &e->cache.kv, e->batch_tokens, e->batch_rows, n_seqs, e->logits);

@@ -1,5 +1,11 @@
 /*
  * kv_cache.c — the KV block pool and the prefix tree (kv_cache.h).
+ *
+ * Eviction takes the least recently used leaf that only the tree holds.
+ * Those leaves sit in a binary min-heap on last_used (unique: one clock
+ * tick per use), kept up to date wherever a node's count, children or
+ * last use change, so an eviction costs O(log nodes) rather than a walk
+ * of the whole tree.
  */
 #include "engine/kv_cache.h"
 
@@ -13,6 +19,7 @@ struct prefix_node {
     int32_t block;    /* -1 for the root */
     int n_tokens;     /* block_size, or fewer in a partial leaf */
     uint64_t last_used;
+    int heap_at;      /* index in the eviction heap, or -1 */
     int32_t tokens[]; /* [n_tokens] */
 };
 
@@ -30,13 +37,15 @@ inf_status kv_cache_init(kv_cache *c, const inf_model *m, int block_size, int n_
     c->ref = calloc((size_t)n_blocks, sizeof *c->ref);
     c->node_of = calloc((size_t)n_blocks, sizeof *c->node_of);
     c->free_list = malloc((size_t)n_blocks * sizeof *c->free_list);
+    c->heap = malloc((size_t)n_blocks * sizeof *c->heap);
     c->root = calloc(1, sizeof *c->root);
-    if (!c->kv.k || !c->kv.v || !c->ref || !c->node_of || !c->free_list || !c->root) {
+    if (!c->kv.k || !c->kv.v || !c->ref || !c->node_of || !c->free_list || !c->heap || !c->root) {
         kv_cache_free(c);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for a KV pool of %d blocks (%zu bytes)", n_blocks,
                           2 * bytes);
     }
     c->root->block = -1;
+    c->root->heap_at = -1;
     for (int i = 0; i < n_blocks; i++) c->free_list[i] = n_blocks - 1 - i; /* block 0 on top */
     c->n_free = n_blocks;
     return INF_OK;
@@ -61,7 +70,58 @@ void kv_cache_free(kv_cache *c) {
     free(c->ref);
     free(c->node_of);
     free(c->free_list);
+    free(c->heap);
     memset(c, 0, sizeof *c);
+}
+
+/* ------------------------------------------------------------------ eviction heap */
+
+static void heap_set(kv_cache *c, int i, prefix_node *n) {
+    c->heap[i] = n;
+    n->heap_at = i;
+}
+
+static void heap_sift_up(kv_cache *c, int i) {
+    prefix_node *n = c->heap[i];
+    while (i > 0 && c->heap[(i - 1) / 2]->last_used > n->last_used) {
+        heap_set(c, i, c->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(c, i, n);
+}
+
+static void heap_sift_down(kv_cache *c, int i) {
+    prefix_node *n = c->heap[i];
+    for (;;) {
+        int kid = 2 * i + 1;
+        if (kid >= c->n_heap) break;
+        if (kid + 1 < c->n_heap && c->heap[kid + 1]->last_used < c->heap[kid]->last_used) kid++;
+        if (c->heap[kid]->last_used >= n->last_used) break;
+        heap_set(c, i, c->heap[kid]);
+        i = kid;
+    }
+    heap_set(c, i, n);
+}
+
+/* Puts n in the heap, takes it out or moves it, as its state now says:
+ * an evictable leaf (no children, held by the tree alone) belongs there. */
+static void heap_update(kv_cache *c, prefix_node *n) {
+    const bool belongs = n != c->root && !n->first_child && c->ref[n->block] == 1;
+    if (belongs && n->heap_at < 0) {
+        heap_set(c, c->n_heap++, n);
+        heap_sift_up(c, n->heap_at);
+    } else if (belongs) { /* last_used may have changed */
+        heap_sift_up(c, n->heap_at);
+        heap_sift_down(c, n->heap_at);
+    } else if (n->heap_at >= 0) {
+        const int i = n->heap_at;
+        n->heap_at = -1;
+        if (i == --c->n_heap) return;
+        prefix_node *moved = c->heap[c->n_heap]; /* the last entry fills the hole */
+        heap_set(c, i, moved);
+        heap_sift_up(c, i);
+        heap_sift_down(c, moved->heap_at);
+    }
 }
 
 /* ------------------------------------------------------------------ blocks */
@@ -69,12 +129,14 @@ void kv_cache_free(kv_cache *c) {
 void kv_cache_ref(kv_cache *c, int32_t b) {
     if (c->node_of[b] && c->ref[b] == 1) c->n_evictable--;
     c->ref[b]++;
+    if (c->node_of[b]) heap_update(c, c->node_of[b]);
 }
 
 void kv_cache_unref(kv_cache *c, int32_t b) {
     c->ref[b]--;
     if (c->ref[b] == 0) c->free_list[c->n_free++] = b;
     else if (c->node_of[b] && c->ref[b] == 1) c->n_evictable++;
+    if (c->ref[b] > 0 && c->node_of[b]) heap_update(c, c->node_of[b]);
 }
 
 static void unlink_node(prefix_node *n) {
@@ -83,24 +145,18 @@ static void unlink_node(prefix_node *n) {
     *at = n->next_sibling;
 }
 
-/* The least recently used leaf only the tree holds (at count 1), or NULL. */
-static prefix_node *lru_evictable(kv_cache *c, prefix_node *n, prefix_node *best) {
-    for (prefix_node *ch = n->first_child; ch; ch = ch->next_sibling) {
-        if (ch->first_child) best = lru_evictable(c, ch, best);
-        else if (c->ref[ch->block] == 1 && (!best || ch->last_used < best->last_used)) best = ch;
-    }
-    return best;
-}
-
 static bool evict_one(kv_cache *c) {
-    prefix_node *leaf = lru_evictable(c, c->root, NULL);
-    if (!leaf) return false;
+    if (c->n_heap == 0) return false;
+    prefix_node *leaf = c->heap[0]; /* the least recently used leaf only the tree holds */
+    prefix_node *parent = leaf->parent;
+    c->ref[leaf->block] = 0;
+    heap_update(c, leaf); /* out */
     unlink_node(leaf);
+    heap_update(c, parent); /* it may be a leaf now */
     c->node_of[leaf->block] = NULL;
     c->n_evictable--;
     c->n_nodes--;
     c->evictions++;
-    c->ref[leaf->block] = 0;
     c->free_list[c->n_free++] = leaf->block;
     free(leaf);
     return true;
@@ -212,15 +268,50 @@ void kv_cache_insert(kv_cache *c, const int32_t *tokens, int n, const int32_t *b
             if (c->node_of[blocks[i]]) return; /* the block is another node's already: a shared partial block */
             same = malloc(sizeof *same + (size_t)len * sizeof *t);
             if (!same) return; /* the cache only loses an entry */
-            *same = (prefix_node){.parent = at, .next_sibling = at->first_child, .block = blocks[i], .n_tokens = len};
+            *same = (prefix_node){.parent = at, .next_sibling = at->first_child, .block = blocks[i], .n_tokens = len,
+                                  .heap_at = -1};
             memcpy(same->tokens, t, (size_t)len * sizeof *t);
             at->first_child = same;
+            heap_update(c, at); /* no longer a leaf */
             c->node_of[blocks[i]] = same;
             c->n_nodes++;
             c->ref[blocks[i]]++; /* the tree's reference; the caller still holds its own */
         }
         same->last_used = ++c->clock;
+        heap_update(c, same);
         if (len < bs) return;
         at = same;
     }
+}
+
+/* ------------------------------------------------------------------ checking */
+
+typedef struct check_ctx {
+    const kv_cache *c;
+    int nodes, evictable, leaves;
+    bool ok;
+} check_ctx;
+
+static void check_subtree(check_ctx *k, const prefix_node *n) {
+    for (const prefix_node *ch = n->first_child; ch; ch = ch->next_sibling) {
+        const kv_cache *c = k->c;
+        k->nodes++;
+        k->ok = k->ok && ch->parent == n && c->node_of[ch->block] == ch && c->ref[ch->block] >= 1;
+        if (c->ref[ch->block] == 1) k->evictable++;
+        const bool evictable_leaf = !ch->first_child && c->ref[ch->block] == 1;
+        k->leaves += evictable_leaf;
+        k->ok = k->ok && evictable_leaf == (ch->heap_at >= 0) &&
+                (ch->heap_at < 0 || (ch->heap_at < c->n_heap && c->heap[ch->heap_at] == ch));
+        check_subtree(k, ch);
+    }
+}
+
+bool kv_cache_check(const kv_cache *c) {
+    check_ctx k = {.c = c, .ok = true};
+    check_subtree(&k, c->root);
+    for (int i = 1; i < c->n_heap && k.ok; i++) k.ok = c->heap[(i - 1) / 2]->last_used < c->heap[i]->last_used;
+    int free_blocks = 0;
+    for (int b = 0; b < c->kv.n_blocks; b++) free_blocks += c->ref[b] == 0;
+    return k.ok && k.nodes == c->n_nodes && k.evictable == c->n_evictable && k.leaves == c->n_heap &&
+           free_blocks == c->n_free;
 }

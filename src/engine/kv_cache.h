@@ -36,6 +36,8 @@ typedef struct kv_cache {
     int n_free;
     int n_evictable;        /* blocks held by the tree alone */
     prefix_node *root;      /* holds no block; its children start sequences */
+    prefix_node **heap;     /* [n_heap] evictable leaves, a min-heap on last use */
+    int n_heap;
     int n_nodes;
     uint64_t clock;         /* use counter for LRU */
     bool prefix_enabled;
@@ -69,5 +71,10 @@ int kv_cache_peek(const kv_cache *c, const int32_t *tokens, int n, int *n_blocks
 /* Hands the first n tokens' blocks of a sequence to the tree (it takes its
  * own references; blocks whose tokens the tree already has are left). */
 void kv_cache_insert(kv_cache *c, const int32_t *tokens, int n, const int32_t *blocks);
+
+/* Walks the whole tree and checks the bookkeeping: every node's block and
+ * count, the evictable and free counts, and that the eviction heap holds
+ * exactly the evictable leaves in heap order (tests). */
+bool kv_cache_check(const kv_cache *c);
 
 #endif /* INF_ENGINE_KV_CACHE_H */

@@ -333,6 +333,7 @@ static void file_free(gguf_file *f) {
     free(f->tensors);
     if (f->map) munmap(f->map, f->map_bytes);
     inf_free_aligned(f->buffer);
+    if (f->storage_free) f->storage_free(f->storage);
     free(f->path);
     free(f);
 }

@@ -96,6 +96,11 @@ typedef struct gguf_file {
     void *map;        /* mmap'ed whole file, or NULL */
     size_t map_bytes;
     void *buffer;     /* anonymous copy of the data section, or NULL */
+    /* storage that another reader built the file over (a Hugging Face
+     * directory's shards, model/hf_checkpoint.c), released by gguf_close
+     * with storage_free(storage); NULL for a file gguf_open read */
+    void (*storage_free)(void *storage);
+    void *storage;
 } gguf_file;
 
 typedef enum gguf_open_mode {

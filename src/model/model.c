@@ -3,6 +3,12 @@
  * (validated), every tensor checked for presence, shape and type and bound
  * to an inf_weight, the tokenizer from tokenizer.ggml.*, the op table.
  *
+ * The path is a GGUF file or a Hugging Face checkpoint directory, which
+ * hf_checkpoint.c opens as the GGUF llama.cpp's converter would write for
+ * it; everything after opening is the same for both (open_weights,
+ * load_tokenizer). Matrices can be quantized while loading
+ * (quantize_load.c).
+ *
  * Invariant after a successful load: every weight the forward pass reads
  * exists with exactly the shape the config implies, so qwen3.c never
  * checks shapes again.
@@ -12,6 +18,7 @@
 #include "backend/cpu.h"
 #include "core/common.h"
 #include "core/dtype.h"
+#include "model/hf_checkpoint.h"
 #include "tok/tokenizer.h"
 
 #include <stdio.h>
@@ -254,6 +261,7 @@ static void summarize_weights(inf_model *m) {
     for (int t = 1; t < 64; t++)
         if (bytes_by_type[t] > bytes_by_type[best]) best = t;
     m->weight_type = (inf_dtype)best;
+    m->weight_bytes = m->file->data_bytes;
 }
 
 void inf_model_free(inf_model *m) {
@@ -269,6 +277,7 @@ void inf_model_free(inf_model *m) {
         free(m->layers);
     }
     inf_free_aligned(m->output_norm);
+    inf_free_aligned(m->quant_arena);
     if (m->tracer) inf_ops_trace_free(m->tracer);
     inf_ops_cpu_free((inf_ops *)m->backend); /* created by inf_ops_cpu_new */
     inf_tokenizer_free(m->tokenizer);
@@ -293,6 +302,23 @@ static void choose_kv_rotation(inf_model *m) {
     m->kv_rot_v = 64;
 }
 
+/* The weights and metadata: a GGUF file, or a checkpoint directory. */
+static inf_status open_weights(const char *path, const inf_load_options *opt, gguf_file **out, inf_error *err) {
+    /* quantizing reads the file once into anonymous memory itself: map it */
+    gguf_open_mode mode = opt->use_mmap || opt->quantize ? GGUF_OPEN_MMAP : GGUF_OPEN_READ;
+    if (hf_checkpoint_is_dir(path))
+        return hf_checkpoint_open(path, mode, opt->progress, opt->progress_user, out, err);
+    return gguf_open_progress(path, mode, opt->progress, opt->progress_user, out, err);
+}
+
+/* The tokenizer: tokenizer.ggml.* of a GGUF, tokenizer.json of a directory;
+ * none when the file has none. */
+static inf_status load_tokenizer(inf_model *m, inf_error *err) {
+    if (hf_checkpoint_is_dir(m->path)) return hf_checkpoint_tokenizer(m->path, &m->tokenizer, err);
+    if (gguf_find(m->file, "tokenizer.ggml.model")) return inf_tokenizer_from_gguf(m->file, &m->tokenizer, err);
+    return INF_OK;
+}
+
 inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_model **out,
                           inf_error *err) {
     *out = NULL;
@@ -311,8 +337,7 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     m->opt = *opt;
     if (m->opt.n_threads == 0) m->opt.n_threads = inf_physical_cores();
     if (opt->progress) opt->progress(0.0, opt->progress_user);
-    inf_status st = gguf_open_progress(path, opt->use_mmap ? GGUF_OPEN_MMAP : GGUF_OPEN_READ, opt->progress,
-                                       opt->progress_user, &m->file, err);
+    inf_status st = open_weights(path, opt, &m->file, err);
     if (!st) st = load_config(m->file, &m->cfg, err);
     if (!st) st = bind_tensors(m, err);
     if (!st && (unsigned)m->opt.kv_type > INF_KV_Q8_0)
@@ -325,8 +350,7 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     if (!st && m->opt.n_ctx > m->cfg.n_ctx_train)
         st = inf_errorf(err, INF_ERR_INVALID, "context length %d exceeds the model's %d",
                         m->opt.n_ctx, m->cfg.n_ctx_train);
-    if (!st && gguf_find(m->file, "tokenizer.ggml.model"))
-        st = inf_tokenizer_from_gguf(m->file, &m->tokenizer, err);
+    if (!st) st = load_tokenizer(m, err);
     if (!st && m->tokenizer && inf_tokenizer_n_vocab(m->tokenizer) > m->cfg.n_vocab)
         st = inf_errorf(err, INF_ERR_FORMAT, "%s: the tokenizer has %d tokens but token_embd has %d rows",
                         path, inf_tokenizer_n_vocab(m->tokenizer), m->cfg.n_vocab);
@@ -336,6 +360,10 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     }
     if (m->opt.n_ctx == 0) m->opt.n_ctx = INF_MIN(m->cfg.n_ctx_train, 4096);
     summarize_weights(m);
+    if (opt->quantize && (st = model_quantize_weights(m, opt->quantize_type, !opt->use_mmap, err))) {
+        inf_model_free(m);
+        return st;
+    }
     inf_isa isa;
     inf_ops *backend = NULL;
     st = inf_isa_select(&isa, err);
@@ -377,7 +405,7 @@ void inf_model_get_info(const inf_model *m, inf_model_info *out) {
         .tied_output = m->tied_output,
         .weight_type = m->weight_type,
         .n_params = m->n_params,
-        .weight_bytes = m->file->data_bytes,
+        .weight_bytes = m->weight_bytes,
         .isa = m->backend->name,
         .n_threads = m->opt.n_threads,
     };

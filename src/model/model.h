@@ -52,6 +52,8 @@ struct inf_model {
     qwen3_layer *layers;   /* [n_layer] */
     inf_dtype weight_type;
     uint64_t n_params;
+    uint64_t weight_bytes; /* of the weights in use: the file's, less what quantizing on load replaced */
+    void *quant_arena;     /* matrices quantized on load (quantize_load.c), or NULL */
     /* Hadamard rotations around a quantized KV cache (ops.h, inf_kv_view),
      * block sizes or 0 when off: q and k after RoPE, v, and the attention
      * output before Wo. */
@@ -62,6 +64,11 @@ struct inf_model {
     inf_ops *tracer;       /* non-NULL when tracing; wraps the backend */
     inf_tokenizer *tokenizer; /* NULL when the file has none */
 };
+
+/* Converts the F32/F16/BF16 matrices to type (only INF_DTYPE_Q8_0) into
+ * m->quant_arena and rebinds them; with copy_others the other matrices
+ * are copied there too (quantize_load.c). */
+inf_status model_quantize_weights(inf_model *m, inf_dtype type, bool copy_others, inf_error *err);
 
 /* Most tokens one forward pass takes; longer evaluations are split. */
 enum { QWEN3_UBATCH = 512 };
@@ -116,7 +123,9 @@ void qwen3_work_free(const inf_model *m, qwen3_work *w);
  * decode sequences first (then the first n_decode rows are decode rows; ops.h,
  * matmul), tokens[sum of n] already checked against the vocabulary, at most
  * w->n_cap rows. Writes logits[sum of n_logits][n_vocab], the sequences'
- * wanted rows in order. */
+ * wanted rows in order. In the last layer, a sequence's only logit row runs
+ * as a decode row when every kept row before it does (put sequences that
+ * keep all their rows last). */
 void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const int32_t *tokens,
                    const qwen3_seq_rows *seqs, int n_seqs, float *logits);
 

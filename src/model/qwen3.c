@@ -17,7 +17,8 @@
  * block table (decode rows: the fused decode kernel, prompt rows: flash
  * attention). Every op computes a row from that row alone, and matmul keeps
  * decode and prefill rows apart where their kernels differ (ops.h), so a
- * sequence's logits do not depend on what else is in the batch.
+ * sequence's logits do not depend on what else is in the batch, nor on
+ * how its prompt is cut into chunks.
  *
  * Everything numeric goes through the op table, so faster backends change
  * no line here. The forward pass allocates nothing.
@@ -102,17 +103,28 @@ void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const 
 
     /* rows, positions, decode rows, and the rows that need the last layer's
      * output projection and FFN: those whose logits are wanted (as
-     * llama.cpp does) */
+     * llama.cpp does). From there on, a row that is its sequence's only
+     * logit row (a decode row, or the last row of a prompt chunk) runs as
+     * a decode row, the leading ones of the kept rows (the decode rows,
+     * then a sequence keeping one row, as the engine's batch and a session
+     * make them): that kind is fixed by the row's role, not by the batch,
+     * and the last layer and the output head then stream their weights
+     * once instead of packing them for a gemm of one row (a 300-token
+     * Q8_0 prefill spent ~20 ms more with the gemm, most of it on the
+     * 151936-row head). Rows of sequences that keep all their rows stay
+     * prompt rows. */
     int n = 0, n_decode = 0, n_keep = 0, n_keep_decode = 0;
+    bool leading = true; /* every kept row so far runs as a decode row */
     for (int s = 0; s < n_seqs; s++) {
         const qwen3_seq_rows *sq = &seqs[s];
         for (int i = 0; i < sq->n; i++) {
             w->pos[n + i] = sq->pos0 + i;
             if (i >= sq->n - sq->n_logits) w->keep[n_keep++] = n + i;
         }
-        if (sq->decode) {
-            n_decode += sq->n;
-            n_keep_decode = n_keep;
+        if (sq->decode) n_decode += sq->n;
+        if (sq->n_logits > 0) {
+            leading = leading && (sq->decode || sq->n_logits == 1);
+            if (leading) n_keep_decode = n_keep;
         }
         n += sq->n;
     }

@@ -16,6 +16,13 @@
  *   tokens marked special, or that look special like "<|...|>"), 4 user
  *   defined (other added tokens), 5 unused (padding).
  *
+ * Converting (inf_synth_write_from, `inferno convert`): the same file, with
+ * the weights and sampling keys of an open source (a Hugging Face directory
+ * as hf_checkpoint.c presents it) instead of random ones: each tensor is
+ * the source's tensor of the same name and shape, each row converted to the
+ * planned type (copied when the types agree, else widened to f32 and
+ * rounded or quantized by the same functions as random rows).
+ *
  * Weights: a deterministic function of (seed, tensor name, row), so the four
  * weight types are roundings of the same values, a fault that drops one
  * tensor leaves the others unchanged, and rows can be generated in parallel.
@@ -91,6 +98,7 @@ typedef struct vocab {
     const char **texts;     /* [n] */
     int32_t *types;         /* [n] */
     int64_t n;
+    int64_t n_ids;          /* ids the tokenizer defines (n may pad past them, or truncate) */
     char *pads;             /* "[PAD<id>]" texts, packed */
     char *merge_buf;        /* joined "a b" merges, packed */
     const char **merges;    /* [n_merges] */
@@ -250,6 +258,7 @@ static inf_status vocab_load(const inf_synth_options *opt, vocab *v, inf_error *
 
     /* texts and types; ids missing from the tokenizer and the tail become "[PAD<id>]" */
     v->n = n_out;
+    v->n_ids = n_all;
     v->texts = calloc((size_t)n_out, sizeof *v->texts);
     v->types = malloc((size_t)n_out * sizeof *v->types);
     int64_t n_pads = 0;
@@ -380,6 +389,9 @@ typedef struct tensor_plan {
     init_kind init;
     uint64_t row_bytes, nbytes;
     void *data; /* [nbytes] */
+    const gguf_tensor *src; /* converting: the source tensor (same shape), else NULL */
+    uint64_t src_row_bytes;
+    bool borrowed;          /* data is src's own (same type): written from the source, not copied */
 } tensor_plan;
 
 typedef struct plan_list {
@@ -460,12 +472,21 @@ static void fill_task(void *ctx, int task, int thread) {
     uint64_t end = INF_MIN(job->n_rows, ((uint64_t)task + 1) * job->rows_per_task);
     for (uint64_t r = (uint64_t)task * job->rows_per_task; r < end; r++) {
         uint8_t *dst = (uint8_t *)t->data + r * t->row_bytes;
-        uint64_t row_seed = mix64(job->tensor_seed ^ mix64(r + 1));
-        if (t->type == INF_DTYPE_F32) {
-            fill_row((float *)dst, ne0, row_seed, job->mean, job->std);
-            continue;
+        if (t->src) {
+            const uint8_t *src = (const uint8_t *)t->src->data + r * t->src_row_bytes;
+            if (t->src->type == t->type) {
+                memcpy(dst, src, t->row_bytes);
+                continue;
+            }
+            inf_dequantize_row(t->src->type, src, row, ne0);
+        } else {
+            uint64_t row_seed = mix64(job->tensor_seed ^ mix64(r + 1));
+            if (t->type == INF_DTYPE_F32) {
+                fill_row((float *)dst, ne0, row_seed, job->mean, job->std);
+                continue;
+            }
+            fill_row(row, ne0, row_seed, job->mean, job->std);
         }
-        fill_row(row, ne0, row_seed, job->mean, job->std);
         switch (t->type) {
         case INF_DTYPE_F16:
             for (int64_t i = 0; i < ne0; i++) ((inf_f16 *)dst)[i] = inf_f32_to_f16(row[i]);
@@ -474,7 +495,8 @@ static void fill_task(void *ctx, int task, int thread) {
             for (int64_t i = 0; i < ne0; i++) ((inf_bf16 *)dst)[i] = inf_f32_to_bf16(row[i]);
             break;
         case INF_DTYPE_Q8_0: inf_quantize_row_q8_0(row, (inf_block_q8_0 *)dst, ne0); break;
-        default: break; /* F32 above; synth_type refuses the rest */
+        case INF_DTYPE_F32: memcpy(dst, row, (size_t)ne0 * sizeof *row); break;
+        default: break; /* synth_type refuses the rest */
         }
     }
 }
@@ -485,6 +507,11 @@ static inf_status fill_tensor(tensor_plan *t, uint64_t seed, inf_pool *pool, flo
         t->nbytes > SIZE_MAX)
         return inf_errorf(err, INF_ERR_INVALID, "tensor '%s': %llu columns do not fit type %s", t->name,
                           (unsigned long long)t->ne[0], inf_dtype_name(t->type));
+    if (t->src && t->src->type == t->type) { /* the writer reads the source's bytes directly */
+        t->data = (void *)(uintptr_t)t->src->data;
+        t->borrowed = true;
+        return INF_OK;
+    }
     t->data = malloc((size_t)t->nbytes);
     if (!t->data)
         return inf_errorf(err, INF_ERR_NOMEM, "tensor '%s': cannot allocate %llu bytes", t->name,
@@ -557,10 +584,14 @@ static uint32_t file_type_of(inf_dtype t) {
 }
 
 /* The converter's keys for Qwen3, in its order. */
-static void write_metadata(meta *m, const inf_synth_options *o, const vocab *v) {
+static void write_metadata(meta *m, const inf_synth_options *o, const vocab *v, const gguf_file *source) {
     meta_str(m, "general.architecture", "qwen3");
     meta_str(m, "general.type", "model");
     meta_str(m, "general.name", o->name ? o->name : "Qwen3 synthetic");
+    /* the converter's general.sampling.* (from generation_config.json) follow the name */
+    for (uint64_t i = 0; source && i < source->n_kv; i++)
+        if (!strncmp(source->kv[i].key.data, "general.sampling.", 17))
+            gguf_writer_set_value(m->w, source->kv[i].key.data, &source->kv[i].value);
     meta_u32(m, "qwen3.block_count", (uint32_t)o->n_layer);
     meta_u32(m, "qwen3.context_length", (uint32_t)o->n_ctx_train);
     meta_u32(m, "qwen3.embedding_length", (uint32_t)o->n_embd);
@@ -660,8 +691,29 @@ static inf_status apply_tensor_faults(plan_list *p, const inf_synth_faults *f, i
     return INF_OK;
 }
 
-inf_status inf_synth_write_ex(const inf_synth_options *opt, const char *path, const inf_synth_faults *faults,
-                              inf_error *err) {
+/* Binds every planned tensor to the source's tensor of its name and shape. */
+static inf_status plan_sources(plan_list *p, const gguf_file *source, bool keep_types, inf_error *err) {
+    if (source->n_tensors != (uint64_t)p->n)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: %llu tensors, but the model has %d", source->path,
+                          (unsigned long long)source->n_tensors, p->n);
+    for (int i = 0; i < p->n; i++) {
+        tensor_plan *t = &p->t[i];
+        const gguf_tensor *s = gguf_find_tensor(source, t->name);
+        if (!s) return inf_errorf(err, INF_ERR_FORMAT, "%s: no tensor '%s'", source->path, t->name);
+        bool same = s->n_dims == t->n_dims;
+        for (uint32_t d = 0; same && d < GGUF_MAX_DIMS; d++) same = s->ne[d] == t->ne[d];
+        if (!same) return inf_errorf(err, INF_ERR_FORMAT, "%s: tensor '%s' has another shape", source->path, t->name);
+        if (!s->data) return inf_errorf(err, INF_ERR_INVALID, "%s: tensor '%s' has no data", source->path, t->name);
+        if (keep_types && t->n_dims == 2) t->type = s->type;
+        if (!inf_dtype_row_bytes(s->type, s->ne[0], &t->src_row_bytes))
+            return inf_errorf(err, INF_ERR_FORMAT, "%s: tensor '%s' rows are not whole blocks", source->path, t->name);
+        t->src = s;
+    }
+    return INF_OK;
+}
+
+static inf_status synth_write(const inf_synth_options *opt, const char *path, const inf_synth_faults *faults,
+                              const gguf_file *source, bool keep_types, inf_error *err) {
     const inf_synth_faults no_faults = {0};
     if (!faults) faults = &no_faults;
     if (faults->n_set_keys < 0 || faults->n_set_keys > INF_SYNTH_MAX_KEY_FAULTS)
@@ -680,6 +732,12 @@ inf_status inf_synth_write_ex(const inf_synth_options *opt, const char *path, co
         goto done;
     }
     if ((st = apply_tensor_faults(&plan, faults, err))) goto done;
+    if (source && v.n_ids > v.n) {
+        st = inf_errorf(err, INF_ERR_FORMAT, "%s: ids up to %lld, but the model has %lld rows of embeddings",
+                        opt->tokenizer_json, (long long)v.n_ids - 1, (long long)v.n);
+        goto done;
+    }
+    if (source && (st = plan_sources(&plan, source, keep_types, err))) goto done;
 
     long n_cpu = sysconf(_SC_NPROCESSORS_ONLN);
     int n_threads = (int)INF_MAX(1, INF_MIN(n_cpu, 16));
@@ -693,7 +751,7 @@ inf_status inf_synth_write_ex(const inf_synth_options *opt, const char *path, co
         goto done;
     }
     meta m = {.w = w, .faults = faults};
-    write_metadata(&m, opt, &v);
+    write_metadata(&m, opt, &v, source);
     if (faults->omit_key && !m.omit_used) {
         st = inf_errorf(err, INF_ERR_INVALID, "synth fault: no metadata key '%s' to omit", faults->omit_key);
         goto done;
@@ -705,13 +763,24 @@ inf_status inf_synth_write_ex(const inf_synth_options *opt, const char *path, co
     }
     st = gguf_writer_write(w, path, err);
 done:
-    for (int i = 0; i < plan.n; i++) free(plan.t[i].data);
+    for (int i = 0; i < plan.n; i++)
+        if (!plan.t[i].borrowed) free(plan.t[i].data);
     free(plan.t);
     gguf_writer_free(w);
     free(scratch);
     inf_pool_free(pool);
     vocab_free(&v);
     return st;
+}
+
+inf_status inf_synth_write_ex(const inf_synth_options *opt, const char *path, const inf_synth_faults *faults,
+                              inf_error *err) {
+    return synth_write(opt, path, faults, NULL, false, err);
+}
+
+inf_status inf_synth_write_from(const inf_synth_options *opt, const gguf_file *source, bool keep_types,
+                                const char *path, inf_error *err) {
+    return synth_write(opt, path, NULL, source, keep_types, err);
 }
 
 inf_status inf_synth_write(const inf_synth_options *opt, const char *path, inf_error *err) {

@@ -43,6 +43,17 @@ typedef struct inf_synth_faults {
 inf_status inf_synth_write_ex(const inf_synth_options *opt, const char *path, const inf_synth_faults *faults,
                               inf_error *err);
 
+/* The file inf_synth_write writes, with the weights of source instead of
+ * random ones (`inferno convert`): opt gives the geometry, the name, the
+ * tokenizer files and the matrices' type (or, with keep_types, each matrix
+ * keeps the source's type; norms are f32 either way); every planned tensor
+ * must be in source with its shape, and nothing else may be; source's
+ * general.sampling.* keys are copied; the tokenizer must fit the
+ * embedding's rows (it is padded to them, never truncated). source is
+ * read, not changed. */
+inf_status inf_synth_write_from(const inf_synth_options *opt, const gguf_file *source, bool keep_types,
+                                const char *path, inf_error *err);
+
 static inline gguf_value inf_synth_u32(uint32_t v) { return (gguf_value){.type = GGUF_TYPE_UINT32, .u64 = v}; }
 static inline gguf_value inf_synth_f32(float v) { return (gguf_value){.type = GGUF_TYPE_FLOAT32, .f64 = v}; }
 /* s must outlive the call to inf_synth_write_ex (it is copied there). */

@@ -9,7 +9,9 @@
  *   3. split by the Qwen2 regex (pretokenize.c),
  *   4. each piece's bytes are BPE-merged (bpe.c).
  * With INF_TOKENIZE_NO_SPECIAL step 1 is skipped, so the text of any added
- * token (special or not) is tokenized like any other text.
+ * token (special or not) is tokenized like any other text. tok_encode_masked
+ * skips only the special tokens found inside given byte ranges (the chat
+ * prompt's request strings, chat/chat_prompt.c).
  * Invalid UTF-8 is refused up front: Hugging Face only ever sees valid strings.
  */
 #include "tok/tokenizer.h"
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------------ load and query */
 
@@ -29,6 +32,16 @@ inf_status inf_tokenizer_load(const char *path, inf_tokenizer **out, inf_error *
     if (!out) return inf_errorf(err, INF_ERR_INVALID, "inf_tokenizer_load: out is NULL");
     *out = NULL;
     if (!path) return inf_errorf(err, INF_ERR_INVALID, "inf_tokenizer_load: path is NULL");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a Hugging Face checkpoint: its tokenizer.json */
+        size_t n = strlen(path);
+        char *json_path = malloc(n + sizeof "/tokenizer.json");
+        if (!json_path) return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", path);
+        snprintf(json_path, n + sizeof "/tokenizer.json", "%s%stokenizer.json", path, n && path[n - 1] == '/' ? "" : "/");
+        inf_status st = tokenizer_load_json(json_path, out, err);
+        free(json_path);
+        return st;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) return inf_errorf(err, INF_ERR_IO, "%s: %s", path, strerror(errno));
     char magic[4] = {0};
@@ -110,12 +123,29 @@ static size_t next_added(const inf_tokenizer *tok, const unsigned char *s, size_
     return len;
 }
 
-inf_status inf_tokenize(const inf_tokenizer *tok, const char *text, size_t len, int flags, int32_t **ids,
-                        size_t *n_ids, inf_error *err) {
-    if (!ids || !n_ids) return inf_errorf(err, INF_ERR_INVALID, "inf_tokenize: ids or n_ids is NULL");
+/* True when [at, end) overlaps one of the sorted, disjoint ranges; *next is
+ * the first range that might, advanced as at grows (calls come in
+ * increasing order of at). */
+static bool overlaps_range(const tok_range *r, size_t n, size_t *next, size_t at, size_t end) {
+    while (*next < n && (r[*next].end <= at || r[*next].begin == r[*next].end)) (*next)++; /* past or empty */
+    return *next < n && r[*next].begin < end;
+}
+
+/* The encoder behind inf_tokenize and tok_encode_masked. A special token
+ * that overlaps one of the ranges in plain is skipped the way Hugging Face
+ * skips it with encode_special_tokens: its text stays in the stretch of
+ * plain text around it, and the search goes on after it. */
+static inf_status encode(const inf_tokenizer *tok, const char *text, size_t len, bool match_added,
+                         const tok_range *plain, size_t n_plain, int32_t **ids, size_t *n_ids, inf_error *err,
+                         const char *fn) {
+    if (!ids || !n_ids) return inf_errorf(err, INF_ERR_INVALID, "%s: ids or n_ids is NULL", fn);
     *ids = NULL;
     *n_ids = 0;
-    if (!tok || (!text && len)) return inf_errorf(err, INF_ERR_INVALID, "inf_tokenize: tokenizer or text is NULL");
+    if (!tok || (!text && len)) return inf_errorf(err, INF_ERR_INVALID, "%s: tokenizer or text is NULL", fn);
+    if (!plain && n_plain) return inf_errorf(err, INF_ERR_INVALID, "%s: ranges are NULL", fn);
+    for (size_t i = 0; i < n_plain; i++)
+        if (plain[i].begin > plain[i].end || plain[i].end > len || (i && plain[i].begin < plain[i - 1].end))
+            return inf_errorf(err, INF_ERR_INVALID, "%s: range %zu is not sorted, disjoint and inside the text", fn, i);
     size_t bad = uni_utf8_invalid_offset(text, len);
     if (bad < len)
         return inf_errorf(err, INF_ERR_FORMAT, "invalid UTF-8 at byte offset %zu (byte 0x%02X)", bad,
@@ -125,27 +155,44 @@ inf_status inf_tokenize(const inf_tokenizer *tok, const char *text, size_t len, 
     bool ok = true;
     if (tok->add_bos) ok = tok_ids_push(&c.ids, tok->bos);
     const unsigned char *s = (const unsigned char *)text;
-    bool match_added = !(flags & INF_TOKENIZE_NO_SPECIAL) && tok->n_added;
-    for (size_t pos = 0; ok && pos < len;) {
+    match_added = match_added && tok->n_added;
+    size_t next_range = 0;
+    /* text[pos..scan) is plain text not yet encoded (skipped specials included) */
+    for (size_t pos = 0, scan = 0; ok && pos < len;) {
         int32_t id = -1;
-        size_t at = match_added ? next_added(tok, s, pos, len, &id) : len;
+        size_t at = match_added ? next_added(tok, s, scan, len, &id) : len;
+        if (at < len && tok->kind[id] == TOK_SPECIAL &&
+            overlaps_range(plain, n_plain, &next_range, at, at + tok_len(tok, id))) {
+            scan = at + tok_len(tok, id);
+            continue;
+        }
         if (at > pos) ok = encode_plain(&c, text + pos, at - pos);
         if (ok && at < len) {
             ok = tok_ids_push(&c.ids, id);
             at += tok_len(tok, id);
         }
-        pos = at;
+        pos = scan = at;
     }
     if (ok && !c.ids.v) ok = (c.ids.v = malloc(sizeof *c.ids.v)) != NULL; /* a valid pointer even when empty */
     bpe_scratch_free(&c.scratch);
     free(c.normalized.data);
     if (!ok) {
         free(c.ids.v);
-        return inf_errorf(err, INF_ERR_NOMEM, "inf_tokenize: out of memory for %zu bytes of text", len);
+        return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory for %zu bytes of text", fn, len);
     }
     *ids = c.ids.v;
     *n_ids = c.ids.n;
     return INF_OK;
+}
+
+inf_status inf_tokenize(const inf_tokenizer *tok, const char *text, size_t len, int flags, int32_t **ids,
+                        size_t *n_ids, inf_error *err) {
+    return encode(tok, text, len, !(flags & INF_TOKENIZE_NO_SPECIAL), NULL, 0, ids, n_ids, err, "inf_tokenize");
+}
+
+inf_status tok_encode_masked(const inf_tokenizer *tok, const char *text, size_t len, const tok_range *plain,
+                             size_t n_plain, int32_t **ids, size_t *n_ids, inf_error *err) {
+    return encode(tok, text, len, true, plain, n_plain, ids, n_ids, err, "tokenize");
 }
 
 /* ------------------------------------------------------------------ decode */

@@ -72,6 +72,29 @@ if [ "$(id -u)" -ne 0 ]; then # root reads any file
     expect 1 "unreadable.gguf: cannot open: Permission denied" run -m "$tmp/unreadable.gguf" -p hi
 fi
 
+# Hugging Face checkpoint directories (the loader's own table is in test_hf_checkpoint.c)
+mkdir "$tmp/hf-llama" "$tmp/hf-noweights" "$tmp/hf-badst" "$tmp/hf-badjson"
+cfg='{"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2,
+ "num_key_value_heads": 1, "head_dim": 32, "num_hidden_layers": 1, "vocab_size": 1000}'
+echo "$cfg" | sed 's/"qwen3"/"llama"/' >"$tmp/hf-llama/config.json"
+echo "$cfg" >"$tmp/hf-noweights/config.json"
+echo "$cfg" >"$tmp/hf-badst/config.json"
+printf '\020\000\000\000\000\000\000\000{"a": [1, 2, 3]}' >"$tmp/hf-badst/model.safetensors"
+echo "$cfg" | sed 's/"hidden_size": 64/"hidden_size": "64"/' >"$tmp/hf-badjson/config.json"
+for cmd in run info chat; do
+    expect 1 "hf-llama/config.json: \"model_type\" is 'llama'; inferno runs qwen3 models" $cmd -m "$tmp/hf-llama"
+    expect 1 "hf-noweights: no model.safetensors or model.safetensors.index.json" $cmd -m "$tmp/hf-noweights"
+done
+expect 1 "hf-badst/model.safetensors: tensor 'a': expected an object" run -m "$tmp/hf-badst" -p hi
+expect 1 "hf-badjson/config.json: \"hidden_size\" must be an integer" logits -m "$tmp/hf-badjson" --tokens 1
+expect 2 "--quantize wants q8_0, got 'q4_k'" run -m "$M" -p hi --quantize q4_k
+expect 1 "hf-noweights: no tokenizer.json" convert "$tmp/hf-noweights" -o "$tmp/out.gguf"
+expect 1 "tiny.gguf: not a directory" convert "$M" -o "$tmp/out.gguf"
+expect 2 "-o OUT.gguf is required" convert "$tmp/hf-llama"
+expect 2 "--type wants f32, f16, bf16 or q8_0, got 'q4'" convert "$tmp/hf-llama" -o "$tmp/out.gguf" --type q4
+if [ -e "$tmp/out.gguf" ]; then bad "convert left $tmp/out.gguf behind"; else ok; fi
+expect 2 "--quantize wants q8_0, got 'bf16'" serve -m "$M" --quantize bf16
+
 # prompts
 expect 1 "the prompt has [0-9]+ tokens but the context holds 8" run -m "$M" -c 8 -p "a prompt that is far longer than eight tokens, surely"
 expect 2 "the prompt is empty" run -m "$M" -p ""
@@ -112,7 +135,7 @@ expect 2 "unknown command 'frobnicate'" frobnicate
 expect 1 "context length 100000 exceeds the model's 40960" run -m "$M" -p hi -c 100000
 
 # help and version: stdout, exit 0
-for cmd in run chat info tokenize detokenize template bench synth logits; do
+for cmd in run chat info tokenize detokenize template bench synth logits convert; do
     if "$INFERNO" $cmd --help >"$tmp/out" 2>"$tmp/err" && grep -q "^usage: inferno $cmd" "$tmp/out" && [ ! -s "$tmp/err" ]; then ok; else bad "$cmd --help"; fi
 done
 if "$INFERNO" --version | grep -Eq "^inferno [0-9]+\.[0-9]+\.[0-9]+$"; then ok; else bad "--version"; fi

@@ -17,15 +17,24 @@
  * then render a plain request) and a generation_config.json (the sampling
  * parameters read from it must be accepted by inf_sampler_new, and the
  * sampler must pick a token in the vocabulary).
+ * Each request is also rendered and tokenized with
+ * inf_chat_template_render_ids and the real Qwen3 tokenizer
+ * (data/qwen3-tokenizer/tokenizer.json; run from the repository root): it
+ * must succeed or fail as rendering does, give the very same text, ids in
+ * the vocabulary, and the added tokens of inf_tokenize(text) less some
+ * special ones (the request's), the non-special ones all kept.
  */
 #include "fuzz_common.h"
 
 #include "inferno.h"
 #include "tok/unicode.h"
+#include "tok/vocab.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static inf_chat_template *qwen3, *chatml;
+static inf_tokenizer *tok;
 static fuzz_file config;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -39,7 +48,49 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     FUZZ_CHECK(strcmp(inf_chat_template_describe(qwen3), inf_chat_template_describe(chatml)) != 0,
                "the fallback template was taken for Qwen3's");
     fuzz_file_init(&config, "config.json");
+    if (inf_tokenizer_load("data/qwen3-tokenizer/tokenizer.json", &tok, &err) != INF_OK) {
+        fprintf(stderr, "fuzz_chat_template: %s (run from the repository root)\n", err.msg);
+        exit(1);
+    }
     return 0;
+}
+
+static bool is_added(int32_t id) { return tok->kind[id] == TOK_ADDED || tok->kind[id] == TOK_SPECIAL; }
+static bool is_special(int32_t id) { return tok->kind[id] == TOK_SPECIAL; }
+
+/* render_ids against the rendering (out, st) of the same request. */
+static void render_ids(const inf_chat_template *tmpl, const uint8_t *data, size_t size, inf_status want,
+                       const char *want_text, size_t want_len) {
+    char *text = NULL;
+    size_t len = 0, n = 0;
+    int32_t *ids = NULL;
+    inf_error err;
+    inf_status st = inf_chat_template_render_ids(tmpl, tok, (const char *)data, size, &text, &len, &ids, &n, &err);
+    FUZZ_CHECK(st == want, "render_ids status %d, render %d", st, want);
+    if (st) {
+        FUZZ_CHECK(!text && !ids && err.msg[0] && !strchr(err.msg, '\n'), "render_ids failed without a one-line message");
+        return;
+    }
+    FUZZ_CHECK(len == want_len && !memcmp(text, want_text, len), "render_ids text differs from render's");
+    int32_t *all = NULL;
+    size_t n_all = 0;
+    FUZZ_CHECK(inf_tokenize(tok, text, len, 0, &all, &n_all, &err) == INF_OK, "inf_tokenize: %s", err.msg);
+    size_t j = 0; /* the added tokens of ids, in order, are those of all less some special ones */
+    for (size_t i = 0; i < n; i++) {
+        FUZZ_CHECK(ids[i] >= 0 && ids[i] < inf_tokenizer_n_vocab(tok), "id %d outside the vocabulary", ids[i]);
+        if (!is_added(ids[i])) continue;
+        while (j < n_all && all[j] != ids[i]) {
+            FUZZ_CHECK(!is_added(all[j]) || is_special(all[j]), "a non-special added token %d was lost", all[j]);
+            j++;
+        }
+        FUZZ_CHECK(j < n_all, "added token %d is not one inf_tokenize finds", ids[i]);
+        j++;
+    }
+    for (; j < n_all; j++)
+        FUZZ_CHECK(!is_added(all[j]) || is_special(all[j]), "a non-special added token %d was lost", all[j]);
+    free(all);
+    free(ids);
+    free(text);
 }
 
 static inf_status render(const inf_chat_template *tmpl, const uint8_t *data, size_t size) {
@@ -54,6 +105,7 @@ static inf_status render(const inf_chat_template *tmpl, const uint8_t *data, siz
         FUZZ_CHECK(out && out[out_len] == 0, "rendering not NUL-terminated at out_len");
         FUZZ_CHECK(uni_utf8_invalid_offset(out, out_len) == out_len, "the rendering is not valid UTF-8");
     }
+    render_ids(tmpl, data, size, st, out, out_len);
     free(out);
     return st;
 }

@@ -31,8 +31,8 @@
  * released at its end (each pool thread runs whole calls), so nothing is
  * kept between ops and a context switch between ops saves no tile data.
  * F16 and F32 weights, BF16 rows narrower than 16 columns (the padded
- * activation rows would not fit the op's scratch) and products of fewer
- * tokens than the thresholds below run the avx512 gemm.
+ * activation rows would not fit the op's scratch) and Q8_0 products of
+ * fewer tokens than the threshold below run the avx512 gemm.
  */
 #include "backend/x86/x86_kernels.h"
 
@@ -49,22 +49,23 @@ enum {
     BF16_STEP = 32,                     /* bf16 columns per tile step (K) */
 };
 
-/* Tokens from which the tiles run; below, the avx512 gemm.
- * Q8_0: where the tiles start to win (a Xeon with 2 MiB of L2, 64 x 1024
- * weights, 1 thread: 16 tokens even, 24 slower, 32 faster, 128 1.4x). The
- * two are bit-identical, so a row's result does not depend on the side of
- * the threshold its batch falls.
- * BF16: one whole tile. Tiles would win from the gemm's 8 tokens (2.2x at
- * 8), but they sum each dot in one chain of f32 additions where avx512 sums
- * 16 lanes, and on the 14-token golden prompt (tiny-a-bf16 p1) that moved
- * one top-20 logit to 1.04x its llama.cpp budget (0.033 against 0.032;
- * avx512 0.018). Prompts of 16 tokens and more (p2, p3) pass on tiles. */
-enum { Q8_MIN_TOKENS = 32, BF16_MIN_TOKENS = 16 };
+/* Q8_0: tokens from which the tiles run; below, the avx512 gemm. Where
+ * the tiles start to win (a Xeon with 2 MiB of L2, 64 x 1024 weights,
+ * 1 thread: 16 tokens even, 24 slower, 32 faster, 128 1.4x). The two are
+ * bit-identical, so a row's result does not depend on the side of the
+ * threshold its batch falls.
+ * BF16: the tiles run every product, however few its tokens: they sum each
+ * dot in one chain of f32 additions in their own order, which the avx512
+ * gemm does not reproduce, and a prompt row's result must not depend on
+ * how many rows share its product (ops.h, matmul: a prefix-cache hit
+ * leaves a prompt chunk of any size). Tiles win from the gemm's 8 tokens
+ * (2.2x at 8); below, a product of a few rows costs the weight packing
+ * either way. */
+enum { Q8_MIN_TOKENS = 32 };
 
 /* The AMX path handles this product; otherwise the avx512 gemm runs. */
 static bool amx_handles(inf_dtype type, int64_t cols, int n) {
-    return (type == INF_DTYPE_Q8_0 && n >= Q8_MIN_TOKENS) ||
-           (type == INF_DTYPE_BF16 && cols >= 16 && n >= BF16_MIN_TOKENS);
+    return (type == INF_DTYPE_Q8_0 && n >= Q8_MIN_TOKENS) || (type == INF_DTYPE_BF16 && cols >= 16);
 }
 
 static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -139,7 +140,7 @@ static size_t group_bytes(inf_dtype type, int64_t cols) {
 /* Enough for either path (the token count is not known here). */
 size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols) {
     const size_t other = inf_avx512_gemm_pack_bytes(type, cols);
-    if (!amx_handles(type, cols, INF_MAX(Q8_MIN_TOKENS, BF16_MIN_TOKENS))) return other;
+    if (!amx_handles(type, cols, Q8_MIN_TOKENS)) return other;
     return INF_MAX(other, (INF_X86_GEMM_ROWS / TILE) * group_bytes(type, cols));
 }
 
