@@ -58,11 +58,22 @@ const char *inf_status_name(inf_status status);
 typedef enum inf_dtype {
     INF_DTYPE_F32 = 0,
     INF_DTYPE_F16 = 1,
+    INF_DTYPE_Q4_0 = 2,   /* the GGUF block types (src/core/quant.h): 32 per block ... */
+    INF_DTYPE_Q4_1 = 3,
+    INF_DTYPE_Q5_0 = 6,
+    INF_DTYPE_Q5_1 = 7,
     INF_DTYPE_Q8_0 = 8, /* blocks of 32 int8 with one f16 scale */
+    INF_DTYPE_Q2_K = 10,  /* ... 256 per super-block (K-quants) */
+    INF_DTYPE_Q3_K = 11,
+    INF_DTYPE_Q4_K = 12,
+    INF_DTYPE_Q5_K = 13,
+    INF_DTYPE_Q6_K = 14,
+    INF_DTYPE_IQ4_NL = 20, /* 32 per block, 4-bit indices into a fixed table */
+    INF_DTYPE_IQ4_XS = 23, /* 256 per super-block, IQ4_NL's table */
     INF_DTYPE_BF16 = 30,
 } inf_dtype;
 
-/* "f32", "f16", "q8_0", "bf16", or "?" */
+/* "f32", "f16", "q4_0", ..., "q8_0", "q4_k", ..., "iq4_xs", "bf16", or "?" */
 const char *inf_dtype_name(inf_dtype type);
 /* Parses a name as above (case-insensitive); false when unknown. */
 bool inf_dtype_from_name(const char *name, inf_dtype *out);
@@ -590,6 +601,21 @@ void inf_synth_options_default(inf_synth_options *opt);
  * lays out Qwen3. Writes to a temporary file and renames it into place, so
  * a failure never leaves a partial file at path. */
 inf_status inf_synth_write(const inf_synth_options *opt, const char *path, inf_error *err);
+
+/* ------------------------------------------------------------------ quantization */
+
+/* Writes out_path: in_path (a GGUF with F32, F16 or BF16 matrices) with its
+ * matrices quantized as llama.cpp's llama_model_quantize() quantizes them
+ * without an importance matrix, for the mixes "q8_0", "q4_0", "q6_k",
+ * "q4_k_m" and "q5_k_m" (llama-quantize's names): the same per-tensor
+ * types (the output head Q6_K, Q6_K in some layers' attn_v and ffn_down for
+ * the _M mixes, fallbacks for rows that are not whole blocks) and the same
+ * blocks, bit for bit; metadata copied, with general.file_type and
+ * general.quantization_version set. n_threads quantize rows in parallel;
+ * progress (may be NULL) gets the fraction done after each tensor. Written
+ * through a temporary file renamed into place. */
+inf_status inf_model_quantize(const char *in_path, const char *out_path, const char *mix, int n_threads,
+                              void (*progress)(double fraction, void *user), void *progress_user, inf_error *err);
 
 /* ------------------------------------------------------------------ converting checkpoints */
 

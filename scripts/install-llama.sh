@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs llama.cpp, the engine inferno is measured against, and builds
-# inferno's harness around it (bench/llama_bench.c); prints the harness's path.
+# inferno's harness around it (bench/llama_bench.c) and its quantizer
+# (bench/llama_quantize.c, beside it); prints the harness's path.
 #
 # llama.cpp comes prebuilt from the npm registry: @node-llama-cpp/linux-x64
 # carries the CPU libraries (llama.cpp release v0.5.0, one libggml-cpu-*.so
@@ -17,7 +18,7 @@ VERSION=3.22.1
 LIBS="$DEST/lib"
 HEADERS="$DEST/include"
 mkdir -p "$DEST"
-trap 'rm -rf "$DEST"/fetch.* "$DEST/llama_bench.tmp"' EXIT
+trap 'rm -rf "$DEST"/fetch.* "$DEST/llama_bench.tmp" "$DEST/llama_quantize.tmp"' EXIT
 
 if [ ! -f "$LIBS/libllama.v0.5.0.so" ]; then
     echo "install-llama: fetching @node-llama-cpp/linux-x64@$VERSION from npm" >&2
@@ -55,4 +56,10 @@ ${CC:-cc} -O2 -std=c11 -Wall -Wextra -Werror \
     -L"$LIBS" -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so \
     -Wl,-rpath,"$LIBS" -lm
 mv "$DEST/llama_bench.tmp" "$DEST/llama_bench"
+# llama.cpp's quantizer (llama_model_quantize), for the quantized goldens:
+# bench/llama_quantize.c, beside the harness.
+${CC:-cc} -O2 -std=c11 -Wall -Wextra -Werror \
+    -I"$HEADERS/include" -I"$HEADERS/ggml/include" -o "$DEST/llama_quantize.tmp" "$ROOT/bench/llama_quantize.c" \
+    -L"$LIBS" -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so -Wl,-rpath,"$LIBS" -lm
+mv "$DEST/llama_quantize.tmp" "$DEST/llama_quantize"
 echo "$DEST/llama_bench"

@@ -4,7 +4,8 @@
  *     lengths, joining and leaving between steps, with the prefix cache on
  *     and off, on every kernel path this CPU runs and 1, 2 and 3 threads:
  *     every generated token's logits are bit-identical to the same request
- *     run alone, for all four weight types;
+ *     run alone, for all four weight types, and for Q6_K and Q4_0 models
+ *     quantized as llama.cpp would (inf_model_quantize);
  *   - short suffixes: prompts whose cached prefix leaves 1 to 40 tokens to
  *     prefill (either side of every kernel threshold) against the same
  *     prompts cold;
@@ -39,8 +40,11 @@ enum { N_VOCAB = 512, MAX_GEN = 16, MAX_REQ = 16, MAX_PROMPT = 96 };
 static const inf_dtype weight_types[4] = {INF_DTYPE_Q8_0, INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_BF16};
 static char paths[4][256];
 #define path_q8 paths[0]
+static char path_q6_k[256], path_q4_0[256]; /* the block types (write_quant_models) */
 
 static const char *model_path(inf_dtype type) {
+    if (type == INF_DTYPE_Q6_K) return path_q6_k;
+    if (type == INF_DTYPE_Q4_0) return path_q4_0;
     for (int i = 0; i < 4; i++)
         if (weight_types[i] == type) return paths[i];
     return paths[0];
@@ -58,6 +62,26 @@ static void write_model(const char *path, inf_dtype type) {
     inf_error err = {0};
     if (inf_synth_write(&o, path, &err)) {
         fprintf(stderr, "synth %s: %s\n", path, err.msg);
+        exit(1);
+    }
+}
+
+/* Models of the GGUF block types: an F32 model with widths of 256,
+ * quantized as llama.cpp would to Q6_K (every matrix a K-quant, whose
+ * kernels are exact like Q8_0's) and to Q4_0 (32-blocks, whose decode and
+ * prefill rows run different kernels, like F32; the tied embedding Q6_K). */
+static void write_quant_models(const char *dir) {
+    char f32[300];
+    snprintf(f32, sizeof f32, "%s/f32-256.gguf", dir);
+    inf_synth_options o;
+    inf_synth_options_default(&o);
+    o.n_layer = 2, o.n_embd = 256, o.n_ff = 256, o.n_head = 4, o.n_head_kv = 2, o.head_dim = 64;
+    o.n_ctx_train = 1024, o.weight_type = INF_DTYPE_F32, o.tokenizer_json = TEST_TOKENIZER_JSON;
+    o.tokenizer_config_json = NULL, o.n_vocab = N_VOCAB, o.seed = 12;
+    inf_error err = {0};
+    if (inf_synth_write(&o, f32, &err) || inf_model_quantize(f32, path_q6_k, "q6_k", 2, NULL, NULL, &err) ||
+        inf_model_quantize(f32, path_q4_0, "q4_0", 2, NULL, NULL, &err)) {
+        fprintf(stderr, "block-type models: %s\n", err.msg);
         exit(1);
     }
 }
@@ -836,6 +860,9 @@ int main(void) {
         snprintf(paths[i], sizeof paths[i], "%s/%s.gguf", dir, inf_dtype_name(weight_types[i]));
         if (i == 0 || !threads_only) write_model(paths[i], weight_types[i]);
     }
+    snprintf(path_q6_k, sizeof path_q6_k, "%s/q6_k.gguf", dir);
+    snprintf(path_q4_0, sizeof path_q4_0, "%s/q4_0.gguf", dir);
+    if (!threads_only) write_quant_models(dir);
     if (!threads_only) {
         static const char *isas[] = {"ref", "avx2", "avx512", "avx512+amx", "neon"};
         for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
@@ -853,6 +880,8 @@ int main(void) {
                     test_invariance(isas[i], t, weight_types[k], true);
                     if (k == 0 || t == 2) test_invariance(isas[i], t, weight_types[k], false);
                 }
+            test_invariance(isas[i], 2, INF_DTYPE_Q6_K, true);
+            test_invariance(isas[i], 2, INF_DTYPE_Q4_0, true);
             for (int k = 0; k < 4; k++) test_short_suffixes(isas[i], weight_types[k]);
         }
         unsetenv("INFERNO_ISA");

@@ -9,6 +9,8 @@
  * scales with):
  *   ISA "ref"                 bit-identical to ref.c for every op
  *   matmul Q8_0, n >= 8 (gemm, avx2, avx512, avx512+amx)   bit-identical
+ *   matmul Q2_K..Q6_K, IQ4_XS (avx2, avx512, avx512+amx)    bit-identical
+ *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (avx512, +amx)   bit-identical (gemm)
  *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
  *                             (f32 lanes of partial sums instead of a double)
  *   rmsnorm                   4·2^-24 relative (the double sum of exact
@@ -27,6 +29,7 @@
 
 #include "backend/cpu.h"
 #include "core/dtype.h"
+#include "core/quant.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -131,6 +134,46 @@ static void run_matmul(const inf_ops *ops, void *ctx, float *out) {
     ops->matmul(ops, &c->w, c->x, c->n, 0, out, c->scratch);
 }
 
+/* A random f16 of magnitude in [lo, hi), of either sign when `signed_`. */
+static inf_f16 random_f16(float lo, float hi, bool signed_) {
+    const float v = rng_uniform(lo, hi);
+    return inf_f32_to_f16(signed_ && rng_next() % 2 ? -v : v);
+}
+
+/* A row of random blocks of a GGUF block type: every quant and scale bit
+ * random, the f16 scales (and mins) set to small finite values. */
+static void random_quant_row(inf_dtype type, void *dst, int64_t cols) {
+    const size_t bb = inf_dtype_block_bytes(type);
+    const int64_t nb = cols / inf_dtype_block_elems(type);
+    uint8_t *p = dst;
+    for (size_t i = 0; i < (size_t)nb * bb; i++) p[i] = (uint8_t)rng_next();
+    for (int64_t b = 0; b < nb; b++) {
+        void *blk = p + (size_t)b * bb;
+        switch (type) {
+        case INF_DTYPE_Q4_1: ((inf_block_q4_1 *)blk)->m = random_f16(0.001f, 0.02f, true); /* fall through */
+        case INF_DTYPE_Q4_0: case INF_DTYPE_IQ4_NL: ((inf_block_q4_0 *)blk)->d = random_f16(0.001f, 0.02f, true); break;
+        case INF_DTYPE_Q5_1: ((inf_block_q5_1 *)blk)->m = random_f16(0.001f, 0.02f, true); /* fall through */
+        case INF_DTYPE_Q5_0: ((inf_block_q5_0 *)blk)->d = random_f16(0.001f, 0.02f, true); break;
+        case INF_DTYPE_Q2_K:
+            ((inf_block_q2_K *)blk)->d = random_f16(0.001f, 0.02f, false);
+            ((inf_block_q2_K *)blk)->dmin = random_f16(0.001f, 0.02f, false);
+            break;
+        case INF_DTYPE_Q3_K: ((inf_block_q3_K *)blk)->d = random_f16(0.0001f, 0.002f, true); break;
+        case INF_DTYPE_Q4_K:
+            ((inf_block_q4_K *)blk)->d = random_f16(0.0001f, 0.002f, false);
+            ((inf_block_q4_K *)blk)->dmin = random_f16(0.0001f, 0.002f, false);
+            break;
+        case INF_DTYPE_Q5_K:
+            ((inf_block_q5_K *)blk)->d = random_f16(0.0001f, 0.002f, false);
+            ((inf_block_q5_K *)blk)->dmin = random_f16(0.0001f, 0.002f, false);
+            break;
+        case INF_DTYPE_Q6_K: ((inf_block_q6_K *)blk)->d = random_f16(0.00001f, 0.0002f, true); break;
+        case INF_DTYPE_IQ4_XS: ((inf_block_iq4_xs *)blk)->d = random_f16(0.0001f, 0.002f, true); break;
+        default: break;
+        }
+    }
+}
+
 /* A random weight of the type; Q8_0 quants include -128 (legal in files). */
 static void *make_weight(inf_dtype type, int64_t rows, int64_t cols, size_t *row_bytes, float *deq) {
     uint64_t rb;
@@ -155,6 +198,7 @@ static void *make_weight(inf_dtype type, int64_t rows, int64_t cols, size_t *row
             if (rng_next() % 3 == 0) b[rng_next() % (uint64_t)(cols / 32)].q[rng_next() % 32] = -128;
             break;
         }
+        default: random_quant_row(type, dst, cols); break;
         }
         inf_dequantize_row(type, dst, deq + (size_t)r * cols, cols);
     }
@@ -181,7 +225,13 @@ static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int
     run_all_threads(s, run_matmul, &c, got, n_out);
 
     const bool gemm_exact = s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX;
-    const bool exact = s->isa == INF_ISA_REF || (gemm_exact && type == INF_DTYPE_Q8_0 && n >= 8);
+    const bool kquant_exact = (s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) &&
+                              inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == 256;
+    /* the 32-block types' prompt rows run on the gemm at any count (cpu.c use_gemm) */
+    const bool gemm32_exact = (s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) && inf_dtype_is_quant(type) &&
+                              inf_dtype_block_elems(type) == 32;
+    const bool exact = s->isa == INF_ISA_REF || (gemm_exact && type == INF_DTYPE_Q8_0 && n >= 8) || kquant_exact ||
+                       gemm32_exact;
     int reported = 0;
     for (int t = 0; t < n; t++)
         for (int64_t r = 0; r < rows; r++) {
@@ -239,6 +289,69 @@ static void test_matmul(const isa_ops *s) {
     printf("%s matmul: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
 }
 
+/* The GGUF block types: ragged row counts, one and several blocks per row,
+ * token counts around the matvec's and the gemm's (which these types do not
+ * use) thresholds; and batch invariance: each row of an n-token product is
+ * bit-identical to the same token alone. */
+static void test_matmul_quant(const isa_ops *s) {
+    static const inf_dtype types[] = {INF_DTYPE_Q4_0, INF_DTYPE_Q4_1, INF_DTYPE_Q5_0, INF_DTYPE_Q5_1,
+                                      INF_DTYPE_IQ4_NL, INF_DTYPE_Q2_K, INF_DTYPE_Q3_K, INF_DTYPE_Q4_K,
+                                      INF_DTYPE_Q5_K, INF_DTYPE_Q6_K, INF_DTYPE_IQ4_XS};
+    static const int64_t rows_list[] = {1, 17, 70};
+    static const int64_t blocks_list[] = {1, 3, 8};
+    static const int ns[] = {1, 2, 5, 9};
+    worst_ratio = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+        for (size_t ri = 0; ri < sizeof rows_list / sizeof *rows_list; ri++)
+            for (size_t bi = 0; bi < sizeof blocks_list / sizeof *blocks_list; bi++)
+                for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+                    const int64_t cols = blocks_list[bi] * inf_dtype_block_elems(types[ti]);
+                    if (ns[ni] > 2 && (ri + bi) % 2) continue;
+                    test_matmul_case(s, types[ti], rows_list[ri], cols, ns[ni]);
+                }
+    /* the gemms: several row panels, token tiles with tails */
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        test_matmul_case(s, types[ti], 130, 512, 20);
+        test_matmul_case(s, types[ti], 16, 256, 67);
+    }
+    printf("%s matmul (block types): worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
+
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const inf_dtype type = types[ti];
+        const int64_t rows = 37, cols = 2 * inf_dtype_block_elems(type) + (type == INF_DTYPE_Q4_0 ? 32 : 0);
+        const int n = 11;
+        char label[160];
+        begin(label, sizeof label, s, "matmul %s batch invariance n=%d", inf_dtype_name(type), n);
+        float *deq = malloc((size_t)(rows * cols) * sizeof(float));
+        inf_weight w = {.name = "w", .type = type, .rows = rows, .cols = cols};
+        w.data = make_weight(type, rows, cols, &w.row_bytes, deq);
+        float *x = malloc((size_t)n * (size_t)cols * sizeof(float));
+        fill_uniform(x, (size_t)n * (size_t)cols, -2.0f, 2.0f);
+        void *scratch = alloc_bytes((size_t)n * (size_t)cols * sizeof(float));
+        float *all = alloc_out((size_t)n * rows), *one = alloc_out((size_t)rows);
+        const inf_ops *ops = s->ops[1];
+        /* 3 decode rows, 8 prefill rows: a decode row as the token alone;
+         * the prefill rows as the same 8 prefill rows without decode rows */
+        float *prefill = alloc_out((size_t)(n - 3) * rows);
+        ops->matmul(ops, &w, x, n, 3, all, scratch);
+        for (int t = 0; t < 3; t++) {
+            ops->matmul(ops, &w, x + (size_t)t * cols, 1, 1, one, scratch);
+            TEST_CHECK(memcmp(one, all + (size_t)t * rows, (size_t)rows * sizeof(float)) == 0,
+                       "decode token %d alone differs from the same token among %d", t, n);
+        }
+        ops->matmul(ops, &w, x + 3 * (size_t)cols, n - 3, 0, prefill, scratch);
+        TEST_CHECK(memcmp(prefill, all + 3 * (size_t)rows, (size_t)(n - 3) * rows * sizeof(float)) == 0,
+                   "prefill rows differ with and without decode rows beside them");
+        /* the super-block types: every row as the token alone (one kernel for both) */
+        for (int t = 3; t < n && inf_dtype_block_elems(type) == 256; t++) {
+            ops->matmul(ops, &w, x + (size_t)t * cols, 1, 1, one, scratch);
+            TEST_CHECK(memcmp(one, all + (size_t)t * rows, (size_t)rows * sizeof(float)) == 0,
+                       "token %d alone differs from the same token among %d", t, n);
+        }
+        free(deq), free((void *)w.data), free(x), free(scratch), free(all), free(one), free(prefill);
+    }
+}
+
 /* Batch invariance of matmul (ops.h): a prompt row's floats depend on
  * neither how many prompt rows share the call nor where it falls among
  * them (tiles of 8 or 16 tokens and their remainders, the AMX thresholds),
@@ -248,13 +361,15 @@ static void test_matmul(const isa_ops *s) {
  * give the same rows bit for bit; the decode rows likewise against all 70
  * as decode rows. matmul_group too, for its shared-activation path. */
 static void test_matmul_rows_kind(const isa_ops *s) {
-    static const inf_dtype types[] = {INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_BF16, INF_DTYPE_Q8_0};
+    static const inf_dtype types[] = {INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_BF16, INF_DTYPE_Q8_0,
+                                      INF_DTYPE_Q4_0, INF_DTYPE_Q4_1, INF_DTYPE_Q4_K, INF_DTYPE_Q6_K};
     static const int sizes[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47};
     static const int decodes[] = {0, 1, 3, 16};
     enum { N = 70, ROWS = 37 };
-    for (size_t ti = 0; ti < 4; ti++) {
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const inf_dtype type = types[ti];
-        const int64_t cols = type == INF_DTYPE_Q8_0 ? 96 : 50;
+        const int64_t cols = inf_dtype_block_elems(type) == 256 ? 256 : type == INF_DTYPE_F32 || type == INF_DTYPE_F16 ||
+                             type == INF_DTYPE_BF16 ? 50 : 96;
         char label[160];
         begin(label, sizeof label, s, "matmul rows keep their kind's floats %s", inf_dtype_name(type));
         float *deq = malloc((size_t)(ROWS * cols) * sizeof(float));
@@ -914,6 +1029,7 @@ int main(void) {
         for (int t = 0; t < N_THREAD_COUNTS; t++) ok &= inf_ops_cpu_new(s.isa, t + 1, &s.ops[t], &err) == INF_OK;
         if (TEST_CHECK(ok, "create %s backend: %s", inf_isa_name(s.isa), err.msg)) {
             test_matmul(&s);
+            test_matmul_quant(&s);
             test_matmul_group(&s);
             test_matmul_rows_kind(&s);
             test_elementwise(&s);

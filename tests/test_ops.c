@@ -156,6 +156,9 @@ static test_weight weight_new(inf_dtype type, int64_t rows, int64_t cols) {
                 v[i] = f16_value(blk[i / 32].d) * blk[i / 32].q[i % 32];
             break;
         }
+        default: /* the GGUF block types are tested in test_quant.c and test_kernels.c */
+            fprintf(stderr, "test_ops: no test weights of type %s\n", inf_dtype_name(type));
+            exit(1);
         }
     }
     free(src);
@@ -188,6 +191,7 @@ static void round_activations(inf_dtype type, const float *x, int64_t cols, doub
         free(blk);
         break;
     }
+    default: break; /* not used for the block types */
     }
 }
 
@@ -239,6 +243,7 @@ static void matmul_case(const inf_ops *ops, inf_dtype type, int64_t rows, int64_
             case INF_DTYPE_F16: rounding = 0x1p-11 * cond_exact + 0x1p-25 * sum_abs_w; break;
             case INF_DTYPE_BF16: rounding = 0x1p-8 * cond_exact; break;
             case INF_DTYPE_Q8_0: rounding = q8_budget; break;
+            default: break;
             }
             const double budget_exact = rounding + 1e-5 * cond_exact + 1e-30;
             const double e1 = fabs(got - dot_rounded), e2 = fabs(got - dot_exact);

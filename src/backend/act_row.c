@@ -5,11 +5,14 @@
  *   Q8_0: quants [nb][32] int8 (inf_quantize_row_q8_0), then scales [nb]
  *         f32 (the block's f16 scale widened), the row padded to 64 bytes;
  *   BF16, F16: the values rounded to the type, kept as f32 [cols];
- *   F32: a copy.
+ *   F32: a copy;
+ *   the GGUF block types (core/quant.h): their dot type's blocks
+ *         (inf_quant_act_row), the row padded to 64 bytes.
  */
 #include "backend/kernels.h"
 
 #include "core/dtype.h"
+#include "core/quant.h"
 
 #include <string.h>
 
@@ -17,7 +20,16 @@ enum { QK = INF_Q8_0_BLOCK };
 
 size_t inf_act_row_bytes_common(inf_dtype type, int64_t cols) {
     if (type == INF_DTYPE_Q8_0) return ((size_t)(cols / QK) * (QK + 4) + 63) & ~(size_t)63;
+    if (inf_dtype_is_quant(type)) return inf_act_row_bytes_quant(type, cols);
     return (size_t)cols * 4;
+}
+
+size_t inf_act_row_bytes_quant(inf_dtype type, int64_t cols) {
+    return (inf_quant_act_bytes(type, cols) + 63) & ~(size_t)63;
+}
+
+void inf_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, void *row) {
+    inf_quant_act_row(type, x, cols, row);
 }
 
 void inf_act_prepare_common(inf_dtype type, const float *x, int64_t cols, void *row) {
@@ -40,5 +52,6 @@ void inf_act_prepare_common(inf_dtype type, const float *x, int64_t cols, void *
         for (int64_t i = 0; i < cols; i++) xf[i] = inf_f16_to_f32(inf_f32_to_f16(x[i]));
         return;
     case INF_DTYPE_F32: memcpy(row, x, (size_t)cols * 4); return;
+    default: inf_act_prepare_quant(type, x, cols, row); return;
     }
 }

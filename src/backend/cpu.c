@@ -33,6 +33,7 @@
 #include "core/common.h"
 #include "core/dtype.h"
 #include "core/pool.h"
+#include "core/quant.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -304,10 +305,28 @@ static void prepare_act(matmul_job *j) {
     run_tasks(j->c, j->tasks, act_task, j, (double)j->w->cols * j->n);
 }
 
+/* Whether the ISA's matvec takes weights of `type` (kernels.h matvec_takes
+ * for the GGUF block types); if not, ref.c's matmul runs, threaded. */
+static bool isa_matvec(const cpu_backend *c, inf_dtype type) {
+    if (!c->k || !c->k->matvec) return false;
+    return !inf_dtype_is_quant(type) || (c->k->matvec_takes && c->k->matvec_takes(type));
+}
+
+/* Whether the ISA has a gemm for `type` (kernels.h gemm_takes for the
+ * GGUF block types). */
+static bool isa_gemm(const cpu_backend *c, inf_dtype type) {
+    if (!c->k || !c->k->gemm) return false;
+    return !inf_dtype_is_quant(type) || (c->k->gemm_takes && c->k->gemm_takes(type));
+}
+
 /* Whether rows of weight type `type` come out bit-identical from the
  * matvec and the gemm kernels (or there is only one of them, or only the
- * reference), so that any row may take either kernel (ops.h, matmul). */
+ * reference), so that any row may take either kernel (ops.h, matmul). The
+ * GGUF block types: the super-block types' kernels agree (kernels.h), the
+ * 32-block types' do not once they have a gemm. */
 static bool rows_kind_free(const cpu_backend *c, inf_dtype type) {
+    if (inf_dtype_is_quant(type))
+        return !isa_matvec(c, type) || !isa_gemm(c, type) || inf_dtype_block_elems(type) == 256;
     return !c->k || !c->k->matvec || !c->k->gemm || (type == INF_DTYPE_Q8_0 && c->k->matvec_exact_q8_0);
 }
 
@@ -319,7 +338,7 @@ static bool rows_kind_free(const cpu_backend *c, inf_dtype type) {
  * leaves prompt chunks of any size). Where they agree, the count picks
  * the faster one. */
 static bool use_gemm(const cpu_backend *c, inf_dtype type, int n, int n_decode) {
-    if (!c->k || !c->k->gemm) return false;
+    if (!isa_gemm(c, type)) return false;
     if (rows_kind_free(c, type)) return n >= c->k->gemm_min_tokens;
     return n_decode == 0;
 }
@@ -330,7 +349,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
     const double work = (double)w->rows * (double)w->cols * n;
     const int64_t min_rows = INF_MAX(16, MATVEC_MIN_TASK_BYTES / (int64_t)w->row_bytes);
 
-    if (!c->k || !c->k->matvec) {
+    if (!isa_matvec(c, w->type)) {
         if (n == 1) {
             j.tasks = split_tasks(c, w->rows, min_rows, MATVEC_TASKS_PER_THREAD);
             if (j.tasks > 1 && !ensure_tmp(c, (size_t)w->cols * sizeof(float))) j.tasks = 1;
@@ -406,7 +425,7 @@ static void matvec_group_task(void *ctx, int task, int thread) {
 static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
                              int n_decode, float *const *y, void *scratch) {
     cpu_backend *c = cpu_of(self);
-    bool shared = c->k && c->k->matvec && count <= MATMUL_GROUP_MAX && !use_gemm(c, w[0]->type, n, n_decode) &&
+    bool shared = isa_matvec(c, w[0]->type) && count <= MATMUL_GROUP_MAX && !use_gemm(c, w[0]->type, n, n_decode) &&
                   (n_decode == 0 || n_decode == n || rows_kind_free(c, w[0]->type));
     for (int i = 1; i < count && shared; i++) shared = w[i]->type == w[0]->type && w[i]->cols == w[0]->cols;
     if (!shared) {

@@ -27,6 +27,13 @@
  *     integer block dots exact; gemm applies the scales and sums the blocks
  *     in ref's order (bit-identical); matvec scales lanes of partial dots
  *     and sums them in another order.
+ *   - matmul of the GGUF block types (core/quant.h): activations rounded
+ *     as ref.c rounds them. Q2_K..Q6_K and IQ4_XS: exact super-block
+ *     integer sums scaled and summed in ref.c's order, bit-identical on
+ *     every kernel (matvec and gemm). Q4_0..Q5_1 and IQ4_NL: the gemm is
+ *     bit-identical; the matvec sums its f32 lanes in llama.cpp's vec_dot
+ *     order (AVX2, and AVX-512 for Q4_1/Q5_1) or in block pairs, within the
+ *     matvec budget below.
  *   - matmul F32/F16/BF16: the same rounded operands and exact products,
  *     summed in f32 lanes instead of a double; VDPBF16PS also flushes bf16
  *     subnormals (below 1e-38) to zero.
@@ -86,6 +93,19 @@ typedef struct inf_kernels {
      * an exact integer dot per block, block sums added in order. Then decode
      * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul). */
     bool matvec_exact_q8_0;
+    /* The GGUF block types (Q4_0 ... IQ4_XS, core/quant.h) this ISA's matvec
+     * takes; NULL: none. For those, act_row_bytes / act_prepare give
+     * inf_quant_act_bytes rounded up to 64 / inf_quant_act_row (the blocks of
+     * the type's dot type, as ref.c rounds them). The others run ref.c's
+     * matmul, threaded. A block type's matvec rows do not depend on how
+     * many tokens share the call (tests/test_kernels.c checks). */
+    bool (*matvec_takes)(inf_dtype type);
+    /* The block types this ISA's gemm takes; NULL: none (their prefill rows
+     * run on matvec). The super-block types' gemm rows are bit-identical to
+     * their matvec's, so their decode and prefill rows share a kernel; the
+     * 32-block types' are not (ops.h: decode rows on matvec, prefill rows on
+     * the kernel their count picks). */
+    bool (*gemm_takes)(inf_dtype type);
 
     /* ---- attention, one KV head (all the query heads of its group) per task.
      * K and V are read through the views' block tables (inf_kv_rows), in
@@ -121,6 +141,9 @@ typedef struct inf_kernels {
  * F16, which each ISA rounds with its own instructions. */
 size_t inf_act_row_bytes_common(inf_dtype type, int64_t cols);
 void inf_act_prepare_common(inf_dtype type, const float *x, int64_t cols, void *row);
+/* The block types' activation rows, as every ISA lays them out. */
+size_t inf_act_row_bytes_quant(inf_dtype type, int64_t cols);
+void inf_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, void *row);
 
 /* rows[i] = the address of the cached row of (position p0 + i, KV head h),
  * for i < n. The block table is read once per run of consecutive positions

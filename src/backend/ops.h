@@ -12,7 +12,9 @@
  * Numerics follow llama.cpp so logits agree with it: a matrix product
  * first rounds the f32 activations to the weight's dot type — Q8_0 blocks
  * for Q8_0 weights (then an integer dot per block), f16 for F16 weights,
- * bf16 for BF16 weights — and accumulates in f32 (the reference sums the
+ * bf16 for BF16 weights, and for the GGUF block types (core/quant.h) Q8_0,
+ * Q8_1 or Q8_K blocks as llama.cpp pairs them (integer dots per block or
+ * super-block) — and accumulates in f32 (the reference sums the
  * f32/f16/bf16 products in double, as ggml's generic path: see ref.c).
  *
  * Layouts (row-major, innermost last):

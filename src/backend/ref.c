@@ -15,6 +15,9 @@
  *     double, as ggml's generic ggml_vec_dot_{f32,f16,bf16} do with
  *     ggml_float. ggml's SIMD paths sum in several f32 lanes instead; the
  *     two differ by ~1e-7 relative, and the double sum is the better oracle.
+ *     The GGUF block types (Q4_0 ... IQ4_XS): the activations as Q8_0, Q8_1
+ *     or Q8_K blocks, then core/quant.h's integer dots, blocks summed in
+ *     order in f32 (inf_quant_dot).
  *   - rmsnorm sums squares in double, scale = 1/sqrtf(mean + eps), then
  *     y = (x * scale) * w, as ggml_rms_norm followed by ggml_mul.
  *   - rope: theta starts at (float)pos and is multiplied by
@@ -39,6 +42,7 @@
 #include "backend/ops.h"
 #include "core/common.h"
 #include "core/dtype.h"
+#include "core/quant.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -124,6 +128,17 @@ static void ref_matmul(const inf_ops *self, const inf_weight *w, const float *x,
             const inf_block_q8_0 *wr = (const inf_block_q8_0 *)(wdata + (size_t)r * w->row_bytes);
             for (int t = 0; t < n; t++)
                 y[(size_t)t * rows + r] = dot_q8_0(wr, xq + (size_t)t * n_blocks, n_blocks);
+        }
+        break;
+    }
+    default: { /* the GGUF block types (core/quant.h): activation blocks of the type's dot type */
+        const size_t act_bytes = inf_quant_act_bytes(w->type, cols); /* at most 292/1024 of the f32 row */
+        for (int t = 0; t < n; t++)
+            inf_quant_act_row(w->type, x + (size_t)t * cols, cols, (char *)scratch + (size_t)t * act_bytes);
+        for (int64_t r = 0; r < rows; r++) {
+            const void *wr = wdata + (size_t)r * w->row_bytes;
+            for (int t = 0; t < n; t++)
+                y[(size_t)t * rows + r] = inf_quant_dot(w->type, wr, (const char *)scratch + (size_t)t * act_bytes, cols);
         }
         break;
     }

@@ -21,6 +21,7 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 int cmd_run(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

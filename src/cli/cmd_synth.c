@@ -71,7 +71,9 @@ int cmd_synth(int argc, char **argv) {
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             out = v;
         } else if (!strcmp(a, "--type")) {
-            if (!inf_dtype_from_name(v, &opt.weight_type))
+            if (!inf_dtype_from_name(v, &opt.weight_type) ||
+                (opt.weight_type != INF_DTYPE_F32 && opt.weight_type != INF_DTYPE_F16 &&
+                 opt.weight_type != INF_DTYPE_BF16 && opt.weight_type != INF_DTYPE_Q8_0))
                 return cli_fail(EXIT_USAGE, "synth", "--type wants f32, f16, bf16 or q8_0, got '%s'", v);
         } else if (!strcmp(a, "--seed")) {
             char *end;

@@ -3,24 +3,41 @@
  */
 #include "core/dtype.h"
 #include "core/common.h"
+#include "core/quant.h"
 
 #include <math.h>
 #include <strings.h>
+
+/* Every weight type inferno loads, in GGUF id order. */
+static const inf_dtype all_types[] = {
+    INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_Q4_0, INF_DTYPE_Q4_1, INF_DTYPE_Q5_0, INF_DTYPE_Q5_1,
+    INF_DTYPE_Q8_0, INF_DTYPE_Q2_K, INF_DTYPE_Q3_K, INF_DTYPE_Q4_K, INF_DTYPE_Q5_K, INF_DTYPE_Q6_K,
+    INF_DTYPE_IQ4_NL, INF_DTYPE_IQ4_XS, INF_DTYPE_BF16};
 
 const char *inf_dtype_name(inf_dtype type) {
     switch (type) {
     case INF_DTYPE_F32: return "f32";
     case INF_DTYPE_F16: return "f16";
+    case INF_DTYPE_Q4_0: return "q4_0";
+    case INF_DTYPE_Q4_1: return "q4_1";
+    case INF_DTYPE_Q5_0: return "q5_0";
+    case INF_DTYPE_Q5_1: return "q5_1";
     case INF_DTYPE_Q8_0: return "q8_0";
+    case INF_DTYPE_Q2_K: return "q2_k";
+    case INF_DTYPE_Q3_K: return "q3_k";
+    case INF_DTYPE_Q4_K: return "q4_k";
+    case INF_DTYPE_Q5_K: return "q5_k";
+    case INF_DTYPE_Q6_K: return "q6_k";
+    case INF_DTYPE_IQ4_NL: return "iq4_nl";
+    case INF_DTYPE_IQ4_XS: return "iq4_xs";
     case INF_DTYPE_BF16: return "bf16";
     }
     return "?";
 }
 
 bool inf_dtype_from_name(const char *name, inf_dtype *out) {
-    static const inf_dtype all[] = {INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_Q8_0, INF_DTYPE_BF16};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcasecmp(name, inf_dtype_name(all[i])) == 0) { *out = all[i]; return true; }
+    for (size_t i = 0; i < sizeof all_types / sizeof all_types[0]; i++)
+        if (strcasecmp(name, inf_dtype_name(all_types[i])) == 0) { *out = all_types[i]; return true; }
     return false;
 }
 
@@ -61,10 +78,21 @@ const char *inf_ggml_type_name(uint32_t t) {
 }
 
 bool inf_dtype_supported(uint32_t t) {
-    return t == INF_DTYPE_F32 || t == INF_DTYPE_F16 || t == INF_DTYPE_Q8_0 || t == INF_DTYPE_BF16;
+    for (size_t i = 0; i < sizeof all_types / sizeof all_types[0]; i++)
+        if (t == (uint32_t)all_types[i]) return true;
+    return false;
 }
 
-int64_t inf_dtype_block_elems(inf_dtype type) { return type == INF_DTYPE_Q8_0 ? INF_Q8_0_BLOCK : 1; }
+int64_t inf_dtype_block_elems(inf_dtype type) {
+    switch (type) {
+    case INF_DTYPE_F32: case INF_DTYPE_F16: case INF_DTYPE_BF16: return 1;
+    case INF_DTYPE_Q4_0: case INF_DTYPE_Q4_1: case INF_DTYPE_Q5_0: case INF_DTYPE_Q5_1:
+    case INF_DTYPE_Q8_0: case INF_DTYPE_IQ4_NL: return INF_QK;
+    case INF_DTYPE_Q2_K: case INF_DTYPE_Q3_K: case INF_DTYPE_Q4_K: case INF_DTYPE_Q5_K:
+    case INF_DTYPE_Q6_K: case INF_DTYPE_IQ4_XS: return INF_QK_K;
+    }
+    return 0;
+}
 
 size_t inf_dtype_block_bytes(inf_dtype type) {
     switch (type) {
@@ -72,6 +100,17 @@ size_t inf_dtype_block_bytes(inf_dtype type) {
     case INF_DTYPE_F16: return 2;
     case INF_DTYPE_BF16: return 2;
     case INF_DTYPE_Q8_0: return sizeof(inf_block_q8_0);
+    case INF_DTYPE_Q4_0: return sizeof(inf_block_q4_0);
+    case INF_DTYPE_Q4_1: return sizeof(inf_block_q4_1);
+    case INF_DTYPE_Q5_0: return sizeof(inf_block_q5_0);
+    case INF_DTYPE_Q5_1: return sizeof(inf_block_q5_1);
+    case INF_DTYPE_IQ4_NL: return sizeof(inf_block_iq4_nl);
+    case INF_DTYPE_Q2_K: return sizeof(inf_block_q2_K);
+    case INF_DTYPE_Q3_K: return sizeof(inf_block_q3_K);
+    case INF_DTYPE_Q4_K: return sizeof(inf_block_q4_K);
+    case INF_DTYPE_Q5_K: return sizeof(inf_block_q5_K);
+    case INF_DTYPE_Q6_K: return sizeof(inf_block_q6_K);
+    case INF_DTYPE_IQ4_XS: return sizeof(inf_block_iq4_xs);
     }
     return 0;
 }
@@ -118,5 +157,6 @@ void inf_dequantize_row(inf_dtype type, const void *src, float *dst, int64_t n) 
         }
         break;
     }
+    default: inf_dequantize_row_quant(type, src, dst, n); break;
     }
 }

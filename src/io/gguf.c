@@ -458,7 +458,8 @@ static inf_status read_header(cursor *c, gguf_file *f) {
                                   type);
             return inf_errorf(c->err, INF_ERR_UNSUPPORTED,
                               "%s: tensor '%s' has type %s, which inferno does not load (supported: f32, f16, "
-                              "bf16, q8_0)", c->path, name, tn);
+                              "bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k..q6_k, iq4_xs)",
+                              c->path, name, tn);
         }
         t->type = (inf_dtype)type;
         uint64_t row_bytes;

@@ -5,8 +5,8 @@
  * and the tensor infos; every count, length, offset and size from the file
  * is checked (overflow-safe) before it is used. Tensor data is either
  * mmap'ed or read into anonymous memory. Only tensor types the engine loads
- * (F32, F16, BF16, Q8_0) are accepted; any other is an error naming the
- * tensor and the type.
+ * (F32, F16, BF16, Q8_0 and the block types of core/quant.h) are accepted;
+ * any other is an error naming the tensor and the type.
  *
  * Writer: builds metadata and tensors in memory and writes a file through
  * a temporary name + rename, so a failure never leaves a partial file.

@@ -178,9 +178,9 @@ static inf_status bind_vector(const gguf_file *f, const char *name, int64_t n, f
                               inf_error *err) {
     const gguf_tensor *t = find_checked(f, name, 1, (uint64_t)n, 0, err);
     if (!t) return err ? err->status : INF_ERR_FORMAT;
-    if (t->type == INF_DTYPE_Q8_0 && n % INF_Q8_0_BLOCK != 0)
-        return inf_errorf(err, INF_ERR_FORMAT, "%s: tensor '%s' is q8_0 with %lld elements", f->path,
-                          name, (long long)n);
+    if (n % inf_dtype_block_elems(t->type) != 0)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: tensor '%s' is %s with %lld elements", f->path,
+                          name, inf_dtype_name(t->type), (long long)n);
     float *v = inf_alloc_aligned((size_t)n * sizeof(float));
     if (!v) return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory for '%s'", f->path, name);
     inf_dequantize_row(t->type, t->data, v, n);

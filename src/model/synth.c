@@ -496,6 +496,7 @@ static void fill_task(void *ctx, int task, int thread) {
             break;
         case INF_DTYPE_Q8_0: inf_quantize_row_q8_0(row, (inf_block_q8_0 *)dst, ne0); break;
         case INF_DTYPE_F32: memcpy(dst, row, (size_t)ne0 * sizeof *row); break;
+        default: break; /* synth_type refuses the rest */
         }
     }
 }
@@ -566,6 +567,11 @@ static void meta_bool(meta *m, const char *key, bool v) {
     if (!meta_faulted(m, key)) gguf_writer_set_bool(m->w, key, v);
 }
 
+/* The types synth writes (llama.cpp's quantizer writes the others). */
+static bool synth_type(uint32_t t) {
+    return t == INF_DTYPE_F32 || t == INF_DTYPE_F16 || t == INF_DTYPE_BF16 || t == INF_DTYPE_Q8_0;
+}
+
 /* general.file_type: llama.cpp's LLAMA_FTYPE for "mostly" this type. */
 static uint32_t file_type_of(inf_dtype t) {
     switch (t) {
@@ -573,8 +579,8 @@ static uint32_t file_type_of(inf_dtype t) {
     case INF_DTYPE_F16: return 1;
     case INF_DTYPE_Q8_0: return 7;
     case INF_DTYPE_BF16: return 32;
+    default: return 0; /* synth_type refuses the rest */
     }
-    return 0;
 }
 
 /* The converter's keys for Qwen3, in its order. */
@@ -638,7 +644,7 @@ static inf_status check_options(const inf_synth_options *o, inf_error *err) {
                           o->n_head_kv);
     if (!(o->rope_freq_base > 0 && isfinite(o->rope_freq_base)) || !(o->rms_norm_eps > 0 && isfinite(o->rms_norm_eps)))
         return inf_errorf(err, INF_ERR_INVALID, "synth: rope_freq_base and rms_norm_eps must be positive");
-    if (!inf_dtype_supported((uint32_t)o->weight_type))
+    if (!synth_type((uint32_t)o->weight_type))
         return inf_errorf(err, INF_ERR_INVALID, "synth: weight type %d is not f32, f16, bf16 or q8_0",
                           (int)o->weight_type);
     if (!o->tokenizer_json) return inf_errorf(err, INF_ERR_INVALID, "synth: no tokenizer.json given");
@@ -678,7 +684,7 @@ static inf_status apply_tensor_faults(plan_list *p, const inf_synth_faults *f, i
     if (f->retype_tensor) {
         tensor_plan *t = plan_find(p, f->retype_tensor);
         if (!t) return inf_errorf(err, INF_ERR_INVALID, "synth fault: no tensor '%s' to retype", f->retype_tensor);
-        if (!inf_dtype_supported((uint32_t)f->retype))
+        if (!synth_type((uint32_t)f->retype))
             return inf_errorf(err, INF_ERR_INVALID, "synth fault: retype to unsupported type %d", (int)f->retype);
         t->type = f->retype;
     }

@@ -43,10 +43,12 @@ printf '\377\377\377\377\377\377\377\177' | dd of="$tmp/huge-count.gguf" bs=1 se
 cp "$M" "$tmp/bad-version.gguf"  # version (offset 4) = 99
 printf '\143\000\000\000' | dd of="$tmp/bad-version.gguf" bs=1 seek=4 conv=notrunc 2>/dev/null
 LC_ALL=C sed 's/qwen3/llama/g' "$M" >"$tmp/llama.gguf"
-cp "$M" "$tmp/q6k.gguf"          # output_norm.weight: type 14 (q6_K)
+cp "$M" "$tmp/q6k.gguf"          # output_norm.weight: type 14 (q6_K), its 64 elements not whole blocks
 name_at=$(grep -obUa "output_norm.weight" "$tmp/q6k.gguf" | head -n 1 | cut -d: -f1)
 # name, then n_dims (4 bytes) and one dimension (8 bytes), then the type
 printf '\016\000\000\000' | dd of="$tmp/q6k.gguf" bs=1 seek=$((name_at + 18 + 4 + 8)) conv=notrunc 2>/dev/null
+cp "$M" "$tmp/iq2.gguf"          # output_norm.weight: type 16 (iq2_xxs), a type inferno does not load
+printf '\020\000\000\000' | dd of="$tmp/iq2.gguf" bs=1 seek=$((name_at + 18 + 4 + 8)) conv=notrunc 2>/dev/null
 mkdir "$tmp/dir.gguf"
 cp "$M" "$tmp/unreadable.gguf"
 chmod 000 "$tmp/unreadable.gguf"
@@ -62,8 +64,10 @@ expect 1 "cut-header.gguf: .*(cannot fit|past the end|truncated|short)" run -m "
 expect 1 "cut-data.gguf: tensor '.*' data .* past the end" run -m "$tmp/cut-data.gguf" -p hi
 expect 1 "huge-count.gguf: metadata count .* cannot fit" run -m "$tmp/huge-count.gguf" -p hi
 expect 1 "bad-version.gguf: .*version" run -m "$tmp/bad-version.gguf" -p hi
-expect 1 "q6k.gguf: tensor 'output_norm.weight' has type q6_k" run -m "$tmp/q6k.gguf" -p hi
-expect 1 "q6k.gguf: tensor 'output_norm.weight' has type q6_k" info -m "$tmp/q6k.gguf"
+expect 1 "q6k.gguf: tensor 'output_norm.weight' of type q6_k has rows of 64 elements, not a multiple of 256" \
+    run -m "$tmp/q6k.gguf" -p hi
+expect 1 "iq2.gguf: tensor 'output_norm.weight' has type iq2_xxs, which inferno does not load" run -m "$tmp/iq2.gguf" -p hi
+expect 1 "iq2.gguf: tensor 'output_norm.weight' has type iq2_xxs" info -m "$tmp/iq2.gguf"
 if [ "$(id -u)" -ne 0 ]; then # root reads any file
     expect 1 "unreadable.gguf: cannot open: Permission denied" run -m "$tmp/unreadable.gguf" -p hi
 fi

@@ -34,6 +34,7 @@
 
 #include "core/common.h"
 #include "core/dtype.h"
+#include "core/quant.h"
 
 #include <string.h>
 
@@ -131,6 +132,10 @@ static void f_matvec(const inf_weight *w, const inf_act *a, int t0, int nt, int6
 }
 
 void inf_avx2_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
+    if (inf_dtype_is_quant(w->type)) { /* the block types (quant_avx2.c) */
+        inf_avx2_matvec_quant(w, a, r0, r1, y, y_stride);
+        return;
+    }
     for (int t0 = 0; t0 < a->n; t0 += MV_TOKENS) {
         const int nt = INF_MIN(MV_TOKENS, a->n - t0);
         if (w->type == INF_DTYPE_Q8_0) q8_matvec(w, a, t0, nt, r0, r1, y, y_stride);

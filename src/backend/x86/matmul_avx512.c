@@ -28,6 +28,7 @@
 
 #include "core/common.h"
 #include "core/dtype.h"
+#include "core/quant.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -79,8 +80,8 @@ size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols) {
     case INF_DTYPE_BF16: return (size_t)pairs_of(cols) * 4;
     case INF_DTYPE_F16:
     case INF_DTYPE_F32: return (size_t)cols * 4;
+    default: return inf_act_row_bytes_quant(type, cols); /* the block types (quant_avx512.c) */
     }
-    return 0;
 }
 
 /* One block of 32 activations quantized as inf_quantize_row_q8_0 does:
@@ -165,6 +166,7 @@ void inf_avx512_act_prepare(inf_dtype type, const float *x, int64_t cols, void *
         break;
     }
     case INF_DTYPE_F32: memcpy(row, x, (size_t)cols * 4); break;
+    default: inf_act_prepare_quant(type, x, cols, row); break;
     }
 }
 
@@ -349,6 +351,9 @@ void inf_avx512_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_
             else if (nt == 3) f_matvec_nt(w, a, t0, 3, r0, r1, y, y_stride);
             else f_matvec_nt(w, a, t0, 4, r0, r1, y, y_stride);
             break;
+        default: /* the block types, all tokens at once */
+            inf_avx512_matvec_quant(w, a, r0, r1, y, y_stride);
+            return;
         }
     }
 }
@@ -389,6 +394,7 @@ static size_t token_bytes(inf_dtype type, int64_t cols) {
 }
 
 size_t inf_avx512_gemm_pack_bytes(inf_dtype type, int64_t cols) {
+    if (inf_dtype_is_quant(type)) return inf_avx512_qgemm_pack_bytes(type, cols);
     return (INF_X86_GEMM_ROWS / GROUP) * round64(group_bytes(type, cols));
 }
 
@@ -438,6 +444,10 @@ static __m512i tile_units(inf_dtype type, const float *x, int64_t cols, int64_t 
 /* Tiles are [unit][ts]: up to 16 tokens' rows of 16 units are transposed
  * in registers, and each unit's ts tokens stored at once. */
 void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
+    if (inf_dtype_is_quant(type)) {
+        inf_avx512_qgemm_prepare(type, x, cols, n, t0, t1, buf);
+        return;
+    }
     const size_t tb = token_bytes(type, cols);
     __m512i v[16];
     for (int tile0 = t0; tile0 < t1; tile0 += GEMM_TOKENS) {
@@ -558,6 +568,7 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
         }
         break;
     }
+    default: break; /* the block types have no gemm */
     }
 }
 
@@ -657,6 +668,10 @@ _Static_assert(GEMM_TOKENS == 8, "TILE_CASES spells out token counts 1..8");
 
 void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                      void *pack) {
+    if (inf_dtype_is_quant(w->type)) {
+        inf_avx512_qgemm(w, a, r0, r1, y, y_stride, pack);
+        return;
+    }
     const size_t gbytes = round64(group_bytes(w->type, w->cols)), tb = token_bytes(w->type, w->cols);
     const int n_groups = (int)((r1 - r0 + GROUP - 1) / GROUP);
     for (int g = 0; g < n_groups; g++)

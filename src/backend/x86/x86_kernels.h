@@ -37,6 +37,11 @@ void inf_avx2_add(float *y, const float *x, size_t n);
 void inf_avx2_f32_to_f16(uint16_t *dst, const float *src, size_t n);
 void inf_avx2_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
 
+/* ---- avx2, the GGUF block types (quant_avx2.c): as avx512's below. */
+bool inf_avx2_matvec_takes(inf_dtype type);
+void inf_avx2_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
+                           size_t y_stride);
+
 /* ---- avx512 */
 size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols);
 void inf_avx512_act_prepare(inf_dtype type, const float *x, int64_t cols, void *row);
@@ -65,6 +70,24 @@ void inf_avx512_swiglu(float *out, const float *gate, const float *up, size_t n)
 void inf_avx512_add(float *y, const float *x, size_t n);
 void inf_avx512_f32_to_f16(uint16_t *dst, const float *src, size_t n);
 void inf_avx512_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
+
+/* ---- avx512, the GGUF block types (quant_avx512.c): matvec on the
+ * activation rows of inf_act_prepare_quant, every token of a->n. */
+bool inf_avx512_matvec_takes(inf_dtype type);
+void inf_avx512_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
+                             size_t y_stride);
+/* The gemm of the block types; inf_avx512_gemm* hand those types to these.
+ * The super-block types' (Q2_K .. Q6_K, IQ4_XS) is bit-identical to the
+ * matvec and to ref.c. */
+bool inf_avx512_gemm_takes_quant(inf_dtype type);
+void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
+void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                      void *pack);
+size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols);
+/* The 32-block types' part of them (bit-identical to ref.c, not to the matvec). */
+void inf_avx512_qgemm32(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys,
+                        void *pack);
+size_t inf_avx512_qgemm32_pack_bytes(int64_t cols);
 
 /* ---- avx512+amx: avx512's table with the gemm on AMX tiles (Q8_0 and BF16;
  * other types, and BF16 rows under 16 columns, run avx512's gemm). */

@@ -1,0 +1,370 @@
+/*
+ * quant_avx2.c — matvec of the GGUF block types (core/quant.h) with AVX2,
+ * on the activation rows of inf_act_prepare_quant, structured as
+ * quant_avx512.c: a weight row is streamed once per group of up to
+ * MV_TOKENS tokens, each block unpacked once and dotted with every token of
+ * the group by the same operations (batch invariance).
+ *
+ * Without VNNI, 4-product integer dots are VPMADDUBSW (unsigned codes times
+ * signed activations into int16 pairs; no code here exceeds 63, so no pair
+ * saturates) then VPMADDWD by ones. IQ4_NL and IQ4_XS, whose codes would
+ * saturate, enter as signed values with the sign moved to the activation
+ * (|v| <= 127: 2 * 127 * 127 < 2^15).
+ *
+ * Numerics against ref.c (tests/test_kernels.c):
+ *   - the super-block types (Q2_K .. Q6_K, IQ4_XS): exact integer
+ *     super-block sums, scaled and summed in ref.c's order: bit-identical.
+ *   - the 32-blocks: llama.cpp's AVX2 vec_dot order (per block 8 int32
+ *     lanes of 4 products, converted and multiply-added by d_w * d_x into
+ *     one 8-lane f32 sum; Q4_1/Q5_1's m_w * s_x summed apart), within the
+ *     matvec budget.
+ */
+#include "backend/x86/x86_kernels.h"
+
+#include "core/common.h"
+#include "core/quant.h"
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <string.h>
+
+enum { MV_TOKENS = 4, PREFETCH_BYTES = 8192 };
+
+#define INLINE static inline __attribute__((always_inline))
+
+bool inf_avx2_matvec_takes(inf_dtype type) { return inf_dtype_is_quant(type); }
+
+/* ------------------------------------------------------------------ helpers */
+
+/* Σ of each 4 consecutive u[i] * x[i] (u unsigned, u[i] + u[i+1] small
+ * enough not to saturate an int16 pair), as 8 int32 lanes. */
+INLINE __m256i dot4(__m256i u, __m256i x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
+}
+
+/* The same for signed values v (|v| <= 127). */
+INLINE __m256i dot4s(__m256i v, __m256i x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(x, v)),
+                             _mm256_set1_epi16(1));
+}
+
+/* 32 bits to 32 bytes: 0xFF where the bit is set. */
+INLINE __m256i bits_to_bytes(uint32_t bits) {
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                          3, 3, 3, 3, 3, 3);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), shuf);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+/* 16 nibble bytes as the 32 codes of a block (low nibbles first). */
+INLINE __m256i nibbles16(const uint8_t *qs) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(0x0F);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)), _mm_and_si128(_mm_srli_epi16(q, 4), m4),
+                                   1);
+}
+
+INLINE __m256i iq4_values(__m256i idx) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)inf_iq4nl_values));
+    return _mm256_shuffle_epi8(table, idx);
+}
+
+INLINE float hsum_float_8(__m256 x) {
+    __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+
+INLINE int32_t hsum_i32_8(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+INLINE uint16_t f16_at(const char *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+}
+
+INLINE void prefetch_block(const char *p, int lines) {
+    for (int i = 0; i < lines; i++) _mm_prefetch(p + PREFETCH_BYTES + 64 * i, _MM_HINT_T1);
+}
+
+/* ------------------------------------------------------------------ 32-blocks */
+
+/* A block's dot operand: unsigned codes (Q4_0: nibble, offset 8; Q5_0:
+ * 5 bits, offset 16; Q4_1, Q5_1: codes, no offset) or signed values
+ * (IQ4_NL). */
+INLINE __m256i block_codes(inf_dtype type, const char *w) {
+    switch (type) {
+    case INF_DTYPE_Q4_1: return nibbles16(((const inf_block_q4_1 *)w)->qs);
+    case INF_DTYPE_Q5_0:
+    case INF_DTYPE_Q5_1: {
+        const bool five0 = type == INF_DTYPE_Q5_0;
+        uint32_t qh;
+        memcpy(&qh, w + (five0 ? offsetof(inf_block_q5_0, qh) : offsetof(inf_block_q5_1, qh)), 4);
+        const uint8_t *qs = (const uint8_t *)w + (five0 ? offsetof(inf_block_q5_0, qs) : offsetof(inf_block_q5_1, qs));
+        return _mm256_or_si256(nibbles16(qs), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+    }
+    case INF_DTYPE_IQ4_NL: return iq4_values(nibbles16(((const inf_block_iq4_nl *)w)->qs));
+    default: return nibbles16(((const inf_block_q4_0 *)w)->qs);
+    }
+}
+
+INLINE void rows32(inf_dtype type, const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0, int64_t r1,
+                   float *y, size_t ys) {
+    const int64_t nb = w->cols / INF_QK;
+    const size_t wb = inf_dtype_block_bytes(type);
+    const bool q8_1 = inf_quant_act_type(type) == INF_ACT_Q8_1;
+    const size_t xb = q8_1 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
+    const size_t xq_at = q8_1 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
+    const int c = type == INF_DTYPE_Q4_0 ? 8 : type == INF_DTYPE_Q5_0 ? 16 : 0;
+    const char *xa[MV_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) xa[t] = (const char *)a->data + (size_t)(t0 + t) * a->stride;
+    for (int64_t r = r0; r < r1; r++) {
+        const char *wr = (const char *)w->data + (size_t)r * w->row_bytes;
+        __m256 acc[MV_TOKENS];
+        float summs[MV_TOKENS];
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+            acc[t] = _mm256_setzero_ps();
+            summs[t] = 0.0f;
+        }
+        for (int64_t b = 0; b < nb; b++) {
+            const char *blk = wr + (size_t)b * wb;
+            if ((b & 3) == 0) prefetch_block(blk, 2);
+            const __m256i u = block_codes(type, blk);
+            const float dw = inf_f16_to_f32(f16_at(blk));
+            const float mw = q8_1 ? inf_f16_to_f32(f16_at(blk + 2)) : 0.0f;
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                const char *x = xa[t] + (size_t)b * xb;
+                const __m256i xq = _mm256_loadu_si256((const __m256i *)(x + xq_at));
+                __m256i d;
+                if (type == INF_DTYPE_IQ4_NL) d = dot4s(u, xq);
+                else {
+                    d = dot4(u, xq);
+                    if (c) d = _mm256_sub_epi32(d, dot4(_mm256_set1_epi8((char)c), xq));
+                }
+                if (q8_1) summs[t] += mw * inf_f16_to_f32(f16_at(x + 2));
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * inf_f16_to_f32(f16_at(x))), _mm256_cvtepi32_ps(d), acc[t]);
+            }
+        }
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
+            y[(size_t)(t0 + t) * ys + (size_t)r] = hsum_float_8(acc[t]) + summs[t];
+    }
+}
+
+/* ------------------------------------------------------------------ super-blocks */
+
+/* One super-block unpacked: 8 operands of 32 elements (codes, or signed
+ * values when `sgn`), each with its int32 lane scales (two 16-groups per
+ * operand: lanes 0-3 and 4-7), and the bias / min terms as quant_avx512.c. */
+typedef struct kblock {
+    __m256i u[8], sc[8];
+    __m256i bias16, min16;
+    int bias_mul;
+    bool sgn, has_min;
+    float d, dmin;
+} kblock;
+
+INLINE __m256i lane_scales(int a, int b) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32(a)), _mm_set1_epi32(b), 1);
+}
+
+INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
+    const __m256i m2 = _mm256_set1_epi8(0x03), m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    k->has_min = false;
+    k->sgn = false;
+    k->bias_mul = 0;
+    k->d = k->dmin = 0.0f;
+    k->min16 = k->bias16 = _mm256_setzero_si256();
+    switch (type) {
+    case INF_DTYPE_Q4_K:
+    case INF_DTYPE_Q5_K: {
+        const bool five = type == INF_DTYPE_Q5_K;
+        const inf_block_q4_K *x4 = (const inf_block_q4_K *)blk;
+        const inf_block_q5_K *x5 = (const inf_block_q5_K *)blk;
+        const uint8_t *qs = five ? x5->qs : x4->qs;
+        uint8_t sm[16]; /* 8 scales, then 8 mins */
+        inf_q4k_scales_mins(five ? x5->scales : x4->scales, sm);
+        const uint8_t *sc = sm, *m = sm + 8;
+        const __m256i h = five ? _mm256_loadu_si256((const __m256i *)x5->qh) : _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (five) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j + 1), one), 4));
+            }
+            k->u[2 * j] = lo;
+            k->u[2 * j + 1] = hi;
+            k->sc[2 * j] = _mm256_set1_epi32(sc[2 * j]);
+            k->sc[2 * j + 1] = _mm256_set1_epi32(sc[2 * j + 1]);
+        }
+        const __m128i mb = _mm_loadl_epi64((const __m128i *)m);
+        k->min16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));
+        k->has_min = true;
+        k->d = inf_f16_to_f32(five ? x5->d : x4->d);
+        k->dmin = inf_f16_to_f32(five ? x5->dmin : x4->dmin);
+        break;
+    }
+    case INF_DTYPE_Q6_K: {
+        const inf_block_q6_K *x = (const inf_block_q6_K *)blk;
+        for (int h = 0; h < 2; h++) {
+            const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h));
+            const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32));
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+            /* elements 128h + 32 part + l: part 0, 1 low nibbles of ql0, ql1; 2, 3 high ones */
+            const __m256i lo[4] = {_mm256_and_si256(ql0, m4), _mm256_and_si256(ql1, m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4)};
+            for (int part = 0; part < 4; part++)
+                k->u[4 * h + part] = _mm256_or_si256(
+                    lo[part], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * part), m2), 4));
+        }
+        for (int i = 0; i < 8; i++) k->sc[i] = lane_scales(x->scales[2 * i], x->scales[2 * i + 1]);
+        k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+        k->bias_mul = 32;
+        k->d = inf_f16_to_f32(x->d);
+        break;
+    }
+    case INF_DTYPE_Q2_K:
+    case INF_DTYPE_Q3_K: {
+        const bool three = type == INF_DTYPE_Q3_K;
+        const inf_block_q2_K *x2 = (const inf_block_q2_K *)blk;
+        const inf_block_q3_K *x3 = (const inf_block_q3_K *)blk;
+        const uint8_t *qs = three ? x3->qs : x2->qs;
+        const __m256i hm = three ? _mm256_loadu_si256((const __m256i *)x3->hmask) : _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+            for (int j = 0; j < 4; j++) { /* elements 128h + 32j + l */
+                __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m2);
+                if (three)
+                    u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + j), one), 2));
+                k->u[4 * h + j] = u;
+            }
+        }
+        int8_t sc[16];
+        if (three) {
+            inf_q3k_scales(x3->scales, sc);
+            k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+            k->bias_mul = 4;
+            k->d = inf_f16_to_f32(x3->d);
+        } else {
+            uint8_t mn[16];
+            for (int j = 0; j < 16; j++) {
+                sc[j] = (int8_t)(x2->scales[j] & 0xF);
+                mn[j] = x2->scales[j] >> 4;
+            }
+            k->min16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn));
+            k->has_min = true;
+            k->d = inf_f16_to_f32(x2->d);
+            k->dmin = inf_f16_to_f32(x2->dmin);
+        }
+        for (int i = 0; i < 8; i++) k->sc[i] = lane_scales(sc[2 * i], sc[2 * i + 1]);
+        break;
+    }
+    case INF_DTYPE_IQ4_XS: {
+        const inf_block_iq4_xs *x = (const inf_block_iq4_xs *)blk;
+        for (int j = 0; j < 8; j++) {
+            const int s = inf_iq4xs_scale(x, j);
+            k->u[j] = iq4_values(nibbles16(x->qs + 16 * j));
+            k->sc[j] = _mm256_set1_epi32(s);
+        }
+        k->sgn = true;
+        k->d = inf_f16_to_f32(x->d);
+        break;
+    }
+    default: break;
+    }
+}
+
+INLINE int32_t bsum_dot(const int16_t *bsums, __m256i s16) {
+    return hsum_i32_8(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), s16));
+}
+
+INLINE void rows256(inf_dtype type, const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0,
+                    int64_t r1, float *y, size_t ys) {
+    const int64_t nb = w->cols / INF_QK_K;
+    const size_t wb = inf_dtype_block_bytes(type);
+    const inf_block_q8_K *xa[MV_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
+        xa[t] = (const inf_block_q8_K *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
+    for (int64_t r = r0; r < r1; r++) {
+        const char *wr = (const char *)w->data + (size_t)r * w->row_bytes;
+        float sum[MV_TOKENS];
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) sum[t] = 0.0f;
+        for (int64_t b = 0; b < nb; b++) {
+            const char *blk = wr + (size_t)b * wb;
+            prefetch_block(blk, (int)((wb + 63) / 64));
+            kblock k;
+            unpack_kblock(type, blk, &k);
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                const inf_block_q8_K *x = &xa[t][b];
+                __m256i acc = _mm256_setzero_si256();
+                _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+                    const __m256i xq = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * j));
+                    const __m256i d = k.sgn ? dot4s(k.u[j], xq) : dot4(k.u[j], xq);
+                    acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(d, k.sc[j]));
+                }
+                int32_t isum = hsum_i32_8(acc);
+                if (k.bias_mul) isum -= k.bias_mul * bsum_dot(x->bsums, k.bias16);
+                const int32_t imin = k.has_min ? bsum_dot(x->bsums, k.min16) : 0;
+                sum[t] += (k.d * x->d) * (float)isum - (k.dmin * x->d) * (float)imin; /* as ref.c */
+            }
+        }
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ys + (size_t)r] = sum[t];
+    }
+}
+
+/* ------------------------------------------------------------------ matvec */
+
+#define BY_TOKENS(fn, ...)                                       \
+    do {                                                         \
+        if (nt == 1) fn(__VA_ARGS__, t0, 1, r0, r1, y, ys);      \
+        else if (nt == 2) fn(__VA_ARGS__, t0, 2, r0, r1, y, ys); \
+        else if (nt == 3) fn(__VA_ARGS__, t0, 3, r0, r1, y, ys); \
+        else fn(__VA_ARGS__, t0, 4, r0, r1, y, ys);              \
+    } while (0)
+
+_Static_assert(MV_TOKENS == 4, "BY_TOKENS spells out token counts 1..4");
+
+#define TYPE_KERNEL(name, kind, type)                                                                       \
+    static void name(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys) { \
+        for (int t0 = 0; t0 < a->n; t0 += MV_TOKENS) {                                                      \
+            const int nt = INF_MIN(MV_TOKENS, a->n - t0);                                                   \
+            BY_TOKENS(kind, type, w, a);                                                                    \
+        }                                                                                                   \
+    }
+
+TYPE_KERNEL(mv_q4_0, rows32, INF_DTYPE_Q4_0)
+TYPE_KERNEL(mv_q4_1, rows32, INF_DTYPE_Q4_1)
+TYPE_KERNEL(mv_q5_0, rows32, INF_DTYPE_Q5_0)
+TYPE_KERNEL(mv_q5_1, rows32, INF_DTYPE_Q5_1)
+TYPE_KERNEL(mv_iq4_nl, rows32, INF_DTYPE_IQ4_NL)
+TYPE_KERNEL(mv_q2_k, rows256, INF_DTYPE_Q2_K)
+TYPE_KERNEL(mv_q3_k, rows256, INF_DTYPE_Q3_K)
+TYPE_KERNEL(mv_q4_k, rows256, INF_DTYPE_Q4_K)
+TYPE_KERNEL(mv_q5_k, rows256, INF_DTYPE_Q5_K)
+TYPE_KERNEL(mv_q6_k, rows256, INF_DTYPE_Q6_K)
+TYPE_KERNEL(mv_iq4_xs, rows256, INF_DTYPE_IQ4_XS)
+
+void inf_avx2_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
+                           size_t y_stride) {
+    switch (w->type) {
+    case INF_DTYPE_Q4_0: mv_q4_0(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q4_1: mv_q4_1(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q5_0: mv_q5_0(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q5_1: mv_q5_1(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_IQ4_NL: mv_iq4_nl(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q2_K: mv_q2_k(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q3_K: mv_q3_k(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q4_K: mv_q4_k(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q5_K: mv_q5_k(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q6_K: mv_q6_k(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_IQ4_XS: mv_iq4_xs(w, a, r0, r1, y, y_stride); break;
+    default: break; /* not taken (matvec_takes) */
+    }
+}

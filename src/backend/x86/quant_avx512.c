@@ -1,0 +1,884 @@
+/*
+ * quant_avx512.c — matvec of the GGUF block types (core/quant.h) with
+ * AVX-512 VNNI, on the activation rows of inf_act_prepare_quant (the dot
+ * type's blocks, exactly as ref.c rounds them). A weight row is streamed
+ * once per group of up to MV_TOKENS tokens; each block is unpacked once
+ * and dotted with every token of the group. Each token's result is
+ * computed by the same operations whatever the group, so a row's result
+ * never depends on the token count (batch invariance).
+ *
+ * VPDPBUSD multiplies unsigned by signed bytes. The weights enter as their
+ * unsigned codes u = q + c (Q4_0: the nibble, c = 8; Q5_0: 5 bits, c = 16;
+ * IQ4_NL, IQ4_XS: table value + 128, c = 128; Q4_1, Q5_1, Q2_K, Q4_K, Q5_K:
+ * the code, c = 0 (their mins are separate terms); Q3_K: 3 bits, c = 4;
+ * Q6_K: 6 bits, c = 32) and c Σx is subtracted: from the same instruction
+ * on the bytes c (32-blocks), or from Q8_K's bsums (super-blocks).
+ *
+ * Numerics against ref.c (tests/test_kernels.c):
+ *   - the super-block types (Q2_K .. Q6_K, IQ4_XS): the super-block's
+ *     integer sum is formed exactly (int32 lanes times the integer
+ *     sub-block scales, then reduced), then scaled and summed in ref.c's
+ *     order: bit-identical.
+ *   - Q4_0, Q5_0, IQ4_NL: per pair of blocks the int32 lanes (4 products
+ *     each) are converted and scaled by d_w * d_x in f32 lanes, summed at
+ *     the end, as the Q8_0 matvec does: within the matvec budget.
+ *   - Q4_1, Q5_1: llama.cpp's x86 summation order (rows_q81): within the
+ *     matvec budget.
+ */
+#include "backend/x86/x86_kernels.h"
+
+#include "core/common.h"
+#include "core/quant.h"
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <string.h>
+
+enum { MV_TOKENS = 4, PREFETCH_BYTES = 8192 };
+
+#define INLINE static inline __attribute__((always_inline))
+
+bool inf_avx512_matvec_takes(inf_dtype type) { return inf_dtype_is_quant(type); }
+
+/* ------------------------------------------------------------------ helpers */
+
+/* 32 bytes of nibbles as [low nibbles, high nibbles] (64 codes). */
+INLINE __m512i split_nibbles(__m256i q) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, m4)),
+                              _mm256_and_si256(_mm256_srli_epi16(q, 4), m4), 1);
+}
+
+/* Two 16-byte nibble blocks (each: 32 codes, low nibbles first) as 64 codes
+ * in element order: [lo a, hi a, lo b, hi b]. */
+INLINE __m512i nibbles2(const uint8_t *qa, const uint8_t *qb) {
+    const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)qa)),
+                                              _mm_loadu_si128((const __m128i *)qb), 1);
+    return _mm512_shuffle_i64x2(split_nibbles(q), split_nibbles(q), _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+/* inf_iq4nl_values + 128, as unsigned codes, in every 128-bit lane. */
+INLINE __m512i iq4_table(void) {
+    return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
+                                                (char)166, (char)181, (char)197, (char)217, (char)241));
+}
+
+/* [a x8, b x8] as int32 lanes. */
+INLINE __m512i two_scales(int a, int b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(a)), _mm256_set1_epi32(b), 1);
+}
+
+/* d (int32 lanes, |d| < 2^15) times s (int32 lanes whose high halves are
+ * zero, low halves the int16 scale): exact, in one VPMADDWD. */
+INLINE __m512i mul_small(__m512i d, __m512i s) { return _mm512_madd_epi16(d, s); }
+
+INLINE int32_t hsum256_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* Σ bsums[j] * s[j] over the 16 groups, s given as 16 int16. */
+INLINE int32_t bsum_dot(const int16_t *bsums, __m256i s16) {
+    return hsum256_epi32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), s16));
+}
+
+/* Lane index vectors: lane i of a 64-element vector starting at element
+ * 64k of a super-block covers 16-element group 4k + i / 4. */
+INLINE __m512i group_index(int k) {
+    return _mm512_add_epi32(_mm512_set1_epi32(4 * k), _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+}
+
+INLINE void prefetch_block(const char *p, int lines) {
+    for (int i = 0; i < lines; i++) _mm_prefetch(p + PREFETCH_BYTES + 64 * i, _MM_HINT_T1);
+}
+
+/* ------------------------------------------------------------------ 32-blocks */
+
+/* The codes of blocks b, b + 1 of a row (b + 1 absent: has2 false, zeros). */
+INLINE __m512i codes_pair(inf_dtype type, const char *w0, const char *w1, bool has2) {
+    const char *w1s = has2 ? w1 : w0; /* never read past the row */
+    __m512i u;
+    switch (type) {
+    case INF_DTYPE_Q4_1: u = nibbles2(((const inf_block_q4_1 *)w0)->qs, ((const inf_block_q4_1 *)w1s)->qs); break;
+    case INF_DTYPE_Q5_0:
+    case INF_DTYPE_Q5_1: {
+        const size_t qs_at = type == INF_DTYPE_Q5_0 ? offsetof(inf_block_q5_0, qs) : offsetof(inf_block_q5_1, qs);
+        const size_t qh_at = type == INF_DTYPE_Q5_0 ? offsetof(inf_block_q5_0, qh) : offsetof(inf_block_q5_1, qh);
+        uint32_t h0, h1;
+        memcpy(&h0, w0 + qh_at, 4);
+        memcpy(&h1, w1s + qh_at, 4);
+        const __mmask64 hb = (__mmask64)h0 | (__mmask64)h1 << 32;
+        u = _mm512_or_si512(nibbles2((const uint8_t *)w0 + qs_at, (const uint8_t *)w1s + qs_at),
+                            _mm512_maskz_mov_epi8(hb, _mm512_set1_epi8(0x10)));
+        break;
+    }
+    case INF_DTYPE_IQ4_NL:
+        u = _mm512_shuffle_epi8(iq4_table(), nibbles2(((const inf_block_iq4_nl *)w0)->qs,
+                                                      ((const inf_block_iq4_nl *)w1s)->qs));
+        break;
+    default: u = nibbles2(((const inf_block_q4_0 *)w0)->qs, ((const inf_block_q4_0 *)w1s)->qs); break;
+    }
+    return has2 ? u : _mm512_zextsi256_si512(_mm512_castsi512_si256(u));
+}
+
+INLINE int code_offset32(inf_dtype type) {
+    switch (type) {
+    case INF_DTYPE_Q4_0: return 8;
+    case INF_DTYPE_Q5_0: return 16;
+    case INF_DTYPE_IQ4_NL: return 128;
+    default: return 0;
+    }
+}
+
+INLINE uint16_t f16_at(const char *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+}
+
+/* 16 f32 lanes: [a x8, b x8] from two f16 bit patterns. */
+INLINE __m512 two_f16(uint16_t a, uint16_t b) {
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)a)),
+                                                   _mm_set1_epi16((short)b), 1));
+}
+
+/* Tokens t0 .. t0 + NT - 1 of rows [r0, r1) for a 32-block type. */
+INLINE void rows32(inf_dtype type, const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0, int64_t r1,
+                   float *y, size_t ys) {
+    const int64_t nb = w->cols / INF_QK;
+    const size_t wb = inf_dtype_block_bytes(type);
+    const bool q8_1 = inf_quant_act_type(type) == INF_ACT_Q8_1;
+    const size_t xb = q8_1 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
+    const size_t xq_at = q8_1 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
+    const int c = code_offset32(type);
+    const char *xa[MV_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) xa[t] = (const char *)a->data + (size_t)(t0 + t) * a->stride;
+    for (int64_t r = r0; r < r1; r++) {
+        const char *wr = (const char *)w->data + (size_t)r * w->row_bytes;
+        __m512 acc[MV_TOKENS][2];
+        float msum[MV_TOKENS];
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+            acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+            msum[t] = 0.0f;
+        }
+        for (int64_t b = 0; b < nb; b += 2) {
+            const bool has2 = b + 1 < nb;
+            const char *w0 = wr + (size_t)b * wb, *w1 = w0 + wb;
+            if ((b & 3) == 0) prefetch_block(w0, 2);
+            const __m512i u = codes_pair(type, w0, w1, has2);
+            const __m512 dw = two_f16(f16_at(w0), has2 ? f16_at(w1) : 0);
+            float m0 = 0.0f, m1 = 0.0f;
+            if (q8_1) {
+                m0 = inf_f16_to_f32(f16_at(w0 + 2));
+                m1 = has2 ? inf_f16_to_f32(f16_at(w1 + 2)) : 0.0f;
+            }
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                const char *x0 = xa[t] + (size_t)b * xb, *x1 = x0 + xb;
+                const __m256i lo = _mm256_loadu_si256((const __m256i *)(x0 + xq_at));
+                const __m256i hi = has2 ? _mm256_loadu_si256((const __m256i *)(x1 + xq_at)) : _mm256_setzero_si256();
+                const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+                __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x);
+                if (c) d = _mm512_sub_epi32(d, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)c), x));
+                const __m512 s = _mm512_mul_ps(dw, two_f16(f16_at(x0), has2 ? f16_at(x1) : 0));
+                acc[t][(b >> 1) & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc[t][(b >> 1) & 1]);
+                if (q8_1) {
+                    msum[t] += m0 * inf_f16_to_f32(f16_at(x0 + 2));
+                    if (has2) msum[t] += m1 * inf_f16_to_f32(f16_at(x1 + 2));
+                }
+            }
+        }
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
+            y[(size_t)(t0 + t) * ys + (size_t)r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1])) + msum[t];
+    }
+}
+
+/* Q4_1, Q5_1 (x Q8_1) in the order of llama.cpp's x86 vec_dot: per block
+ * the 8 int32 lanes (4 products each) converted and multiply-added by
+ * d_w * d_x into one 8-lane f32 sum, block after block; m_w * s_x summed
+ * apart in f32; then hsum(acc) + that. Which rows' activations land on the
+ * other side of an int8 rounding boundary depends on these last bits, so
+ * following llama.cpp's order keeps inferno's logits on its side. */
+INLINE __m256i codes_q81(inf_dtype type, const char *w) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)(w + (type == INF_DTYPE_Q4_1 ? offsetof(inf_block_q4_1, qs)
+                                                                                 : offsetof(inf_block_q5_1, qs))));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    __m256i u = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
+                                        _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
+    if (type == INF_DTYPE_Q5_1) {
+        uint32_t qh;
+        memcpy(&qh, ((const inf_block_q5_1 *)w)->qh, 4);
+        u = _mm256_or_si256(u, _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(0x10)));
+    }
+    return u;
+}
+
+INLINE float hsum_float_8(__m256 x) {
+    __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+
+INLINE void rows_q81(inf_dtype type, const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0,
+                     int64_t r1, float *y, size_t ys) {
+    const int64_t nb = w->cols / INF_QK;
+    const size_t wb = inf_dtype_block_bytes(type);
+    const inf_block_q8_1 *xa[MV_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
+        xa[t] = (const inf_block_q8_1 *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
+    for (int64_t r = r0; r < r1; r++) {
+        const char *wr = (const char *)w->data + (size_t)r * w->row_bytes;
+        __m256 acc[MV_TOKENS];
+        float summs[MV_TOKENS];
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+            acc[t] = _mm256_setzero_ps();
+            summs[t] = 0.0f;
+        }
+        for (int64_t b = 0; b < nb; b++) {
+            const char *blk = wr + (size_t)b * wb;
+            if ((b & 3) == 0) prefetch_block(blk, 2);
+            const __m256i u = codes_q81(type, blk);
+            const float dw = inf_f16_to_f32(f16_at(blk)), mw = inf_f16_to_f32(f16_at(blk + 2));
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                const inf_block_q8_1 *x = &xa[t][b];
+                summs[t] += mw * inf_f16_to_f32(x->s);
+                const __m256i d = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, _mm256_loadu_si256((const __m256i *)x->qs));
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * inf_f16_to_f32(x->d)), _mm256_cvtepi32_ps(d), acc[t]);
+            }
+        }
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
+            y[(size_t)(t0 + t) * ys + (size_t)r] = hsum_float_8(acc[t]) + summs[t];
+    }
+}
+
+/* ------------------------------------------------------------------ super-blocks */
+
+/* One super-block unpacked for the dots: codes u[4] (64 elements each, in
+ * order), per-lane scales sc[4], and what the token-independent part of
+ * the sum needs. isum = Σ_k lanes(dpbusd(u[k], x[64k..])) · sc[k]
+ *   - bias_mul * Σ_g bsums[g] * bias16[g];  imin = Σ_g bsums[g] * min16[g]. */
+typedef struct kblock {
+    __m512i u[4], sc[4];
+    __m256i bias16, min16;
+    int bias_mul;  /* c of the header comment */
+    bool wide;     /* scales too large for mul_small (IQ4_XS): VPMULLD */
+    bool has_min;
+    float d, dmin;
+} kblock;
+
+/* 16 signed 8-bit scales (one per 16-group) as lane scales of the four
+ * 64-element vectors, low halves only (for mul_small). */
+INLINE void group_scales(const int8_t *s16, kblock *k) {
+    const __m512i s = _mm512_and_si512(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)s16)),
+                                       _mm512_set1_epi32(0xFFFF));
+    for (int i = 0; i < 4; i++) k->sc[i] = _mm512_permutexvar_epi32(group_index(i), s);
+}
+
+/* [v0, v0, v1, v1, ..., v7, v7] as 16 int16 (a per-32 value for each 16-group). */
+INLINE __m256i pairs16_u8(const uint8_t v[8]) {
+    const __m128i b = _mm_loadl_epi64((const __m128i *)v);
+    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(b, b));
+}
+
+INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
+    const __m512i m2 = _mm512_set1_epi8(0x03), one = _mm512_set1_epi8(1);
+    k->has_min = false;
+    k->wide = false;
+    k->bias_mul = 0;
+    k->d = k->dmin = 0.0f;
+    k->min16 = k->bias16 = _mm256_setzero_si256();
+    switch (type) {
+    case INF_DTYPE_Q4_K:
+    case INF_DTYPE_Q5_K: {
+        const bool five = type == INF_DTYPE_Q5_K;
+        const inf_block_q4_K *x4 = (const inf_block_q4_K *)blk;
+        const inf_block_q5_K *x5 = (const inf_block_q5_K *)blk;
+        const uint8_t *qs = five ? x5->qs : x4->qs;
+        uint8_t sm[16]; /* 8 scales, then 8 mins */
+        inf_q4k_scales_mins(five ? x5->scales : x4->scales, sm);
+        const uint8_t *sc = sm, *m = sm + 8;
+        const __m512i h = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x5->qh)) : _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {
+            __m512i u = split_nibbles(_mm256_loadu_si256((const __m256i *)(qs + 32 * j)));
+            if (five) { /* bit 2j of qh[l] for the low half, 2j + 1 for the high one */
+                const __m512i hs = _mm512_inserti64x4(_mm512_srli_epi16(h, 2 * j),
+                                                      _mm512_castsi512_si256(_mm512_srli_epi16(h, 2 * j + 1)), 1);
+                u = _mm512_or_si512(u, _mm512_slli_epi16(_mm512_and_si512(hs, one), 4));
+            }
+            k->u[j] = u;
+            k->sc[j] = two_scales(sc[2 * j], sc[2 * j + 1]);
+        }
+        k->min16 = pairs16_u8(m);
+        k->has_min = true;
+        k->d = inf_f16_to_f32(five ? x5->d : x4->d);
+        k->dmin = inf_f16_to_f32(five ? x5->dmin : x4->dmin);
+        break;
+    }
+    case INF_DTYPE_Q6_K: {
+        const inf_block_q6_K *x = (const inf_block_q6_K *)blk;
+        const __m512i m4 = _mm512_set1_epi8(0x0F);
+        for (int h = 0; h < 2; h++) {
+            const __m512i ql = _mm512_loadu_si512(x->ql + 64 * h);
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+            const __m512i ha = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+            const __m512i hb = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(qh, 4)),
+                                                  _mm256_srli_epi16(qh, 6), 1);
+            k->u[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(ha, m2), 4));
+            k->u[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                              _mm512_slli_epi16(_mm512_and_si512(hb, m2), 4));
+        }
+        group_scales(x->scales, k);
+        k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+        k->bias_mul = 32;
+        k->d = inf_f16_to_f32(x->d);
+        break;
+    }
+    case INF_DTYPE_Q2_K:
+    case INF_DTYPE_Q3_K: {
+        const bool three = type == INF_DTYPE_Q3_K;
+        const inf_block_q2_K *x2 = (const inf_block_q2_K *)blk;
+        const inf_block_q3_K *x3 = (const inf_block_q3_K *)blk;
+        const uint8_t *qs = three ? x3->qs : x2->qs;
+        const __m256i hm = three ? _mm256_loadu_si256((const __m256i *)x3->hmask) : _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+            for (int k2 = 0; k2 < 2; k2++) { /* elements 128h + 64 k2 + (0..63): shifts 4 k2, 4 k2 + 2 */
+                const int s = 4 * k2;
+                __m512i u = _mm512_and_si512(
+                    _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(q, s)), _mm256_srli_epi16(q, s + 2), 1), m2);
+                if (three) { /* bit 4h + 2 k2 (+1) of hmask[l] */
+                    const int hb = 4 * h + 2 * k2;
+                    const __m512i hs = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(hm, hb)),
+                                                          _mm256_srli_epi16(hm, hb + 1), 1);
+                    u = _mm512_or_si512(u, _mm512_slli_epi16(_mm512_and_si512(hs, one), 2));
+                }
+                k->u[2 * h + k2] = u;
+            }
+        }
+        int8_t sc[16];
+        if (three) {
+            inf_q3k_scales(x3->scales, sc);
+            k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+            k->bias_mul = 4;
+            k->d = inf_f16_to_f32(x3->d);
+        } else {
+            uint8_t mn[16];
+            for (int j = 0; j < 16; j++) {
+                sc[j] = (int8_t)(x2->scales[j] & 0xF);
+                mn[j] = x2->scales[j] >> 4;
+            }
+            k->min16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn));
+            k->has_min = true;
+            k->d = inf_f16_to_f32(x2->d);
+            k->dmin = inf_f16_to_f32(x2->dmin);
+        }
+        group_scales(sc, k);
+        break;
+    }
+    case INF_DTYPE_IQ4_XS: {
+        const inf_block_iq4_xs *x = (const inf_block_iq4_xs *)blk;
+        int s[8];
+        uint8_t sb[8];
+        for (int j = 0; j < 8; j++) {
+            s[j] = inf_iq4xs_scale(x, j);
+            sb[j] = (uint8_t)(int8_t)s[j];
+        }
+        for (int j = 0; j < 4; j++) {
+            k->u[j] = _mm512_shuffle_epi8(iq4_table(), nibbles2(x->qs + 32 * j, x->qs + 32 * j + 16));
+            k->sc[j] = two_scales(s[2 * j], s[2 * j + 1]);
+        }
+        /* the scales as int16 pairs, sign kept */
+        const __m128i b = _mm_loadl_epi64((const __m128i *)sb);
+        k->bias16 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(b, b));
+        k->bias_mul = 128;
+        k->wide = true;
+        k->d = inf_f16_to_f32(x->d);
+        break;
+    }
+    default: break;
+    }
+}
+
+/* Tokens t0 .. t0 + NT - 1 of rows [r0, r1) for a super-block type. */
+INLINE void rows256(inf_dtype type, const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0,
+                    int64_t r1, float *y, size_t ys) {
+    const int64_t nb = w->cols / INF_QK_K;
+    const size_t wb = inf_dtype_block_bytes(type);
+    const inf_block_q8_K *xa[MV_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
+        xa[t] = (const inf_block_q8_K *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
+    for (int64_t r = r0; r < r1; r++) {
+        const char *wr = (const char *)w->data + (size_t)r * w->row_bytes;
+        float sum[MV_TOKENS];
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) sum[t] = 0.0f;
+        for (int64_t b = 0; b < nb; b++) {
+            const char *blk = wr + (size_t)b * wb;
+            prefetch_block(blk, (int)((wb + 63) / 64));
+            kblock k;
+            unpack_kblock(type, blk, &k);
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                const inf_block_q8_K *x = &xa[t][b];
+                __m512i acc = _mm512_setzero_si512();
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+                    const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k.u[j], _mm512_loadu_si512(x->qs + 64 * j));
+                    acc = _mm512_add_epi32(acc, k.wide ? _mm512_mullo_epi32(d, k.sc[j]) : mul_small(d, k.sc[j]));
+                }
+                int32_t isum = _mm512_reduce_add_epi32(acc);
+                if (k.bias_mul) isum -= k.bias_mul * bsum_dot(x->bsums, k.bias16);
+                const int32_t imin = k.has_min ? bsum_dot(x->bsums, k.min16) : 0;
+                sum[t] += (k.d * x->d) * (float)isum - (k.dmin * x->d) * (float)imin; /* as ref.c */
+            }
+        }
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ys + (size_t)r] = sum[t];
+    }
+}
+
+/* ------------------------------------------------------------------ matvec */
+
+#define BY_TOKENS(fn, ...)                                   \
+    do {                                                     \
+        if (nt == 1) fn(__VA_ARGS__, t0, 1, r0, r1, y, ys);  \
+        else if (nt == 2) fn(__VA_ARGS__, t0, 2, r0, r1, y, ys); \
+        else if (nt == 3) fn(__VA_ARGS__, t0, 3, r0, r1, y, ys); \
+        else fn(__VA_ARGS__, t0, 4, r0, r1, y, ys);          \
+    } while (0)
+
+_Static_assert(MV_TOKENS == 4, "BY_TOKENS spells out token counts 1..4");
+
+/* One function per type, so that the type is a constant in the kernels. */
+#define TYPE_KERNEL(name, kind, type)                                                                         \
+    static void name(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys) {   \
+        for (int t0 = 0; t0 < a->n; t0 += MV_TOKENS) {                                                        \
+            const int nt = INF_MIN(MV_TOKENS, a->n - t0);                                                     \
+            BY_TOKENS(kind, type, w, a);                                                                      \
+        }                                                                                                     \
+    }
+
+TYPE_KERNEL(mv_q4_0, rows32, INF_DTYPE_Q4_0)
+TYPE_KERNEL(mv_q4_1, rows_q81, INF_DTYPE_Q4_1)
+TYPE_KERNEL(mv_q5_0, rows32, INF_DTYPE_Q5_0)
+TYPE_KERNEL(mv_q5_1, rows_q81, INF_DTYPE_Q5_1)
+TYPE_KERNEL(mv_iq4_nl, rows32, INF_DTYPE_IQ4_NL)
+TYPE_KERNEL(mv_q2_k, rows256, INF_DTYPE_Q2_K)
+TYPE_KERNEL(mv_q3_k, rows256, INF_DTYPE_Q3_K)
+TYPE_KERNEL(mv_q4_k, rows256, INF_DTYPE_Q4_K)
+TYPE_KERNEL(mv_q5_k, rows256, INF_DTYPE_Q5_K)
+TYPE_KERNEL(mv_q6_k, rows256, INF_DTYPE_Q6_K)
+TYPE_KERNEL(mv_iq4_xs, rows256, INF_DTYPE_IQ4_XS)
+
+void inf_avx512_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
+                             size_t y_stride) {
+    switch (w->type) {
+    case INF_DTYPE_Q4_0: mv_q4_0(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q4_1: mv_q4_1(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q5_0: mv_q5_0(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q5_1: mv_q5_1(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_IQ4_NL: mv_iq4_nl(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q2_K: mv_q2_k(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q3_K: mv_q3_k(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q4_K: mv_q4_k(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q5_K: mv_q5_k(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_Q6_K: mv_q6_k(w, a, r0, r1, y, y_stride); break;
+    case INF_DTYPE_IQ4_XS: mv_iq4_xs(w, a, r0, r1, y, y_stride); break;
+    default: break; /* not taken (matvec_takes) */
+    }
+}
+
+/* ------------------------------------------------------------------ gemm (super-block types) */
+
+/* The prefill gemm of the super-block types, bit-identical to the matvec
+ * (and ref.c): a panel of up to INF_X86_GEMM_ROWS rows is packed into
+ * groups of 16 rows, per super-block
+ *   codes [64 quads][16 rows][4]  u8, the unsigned codes of the matvec
+ *   scale [16 groups][16 rows]    int32, the integer scale of each 16-group
+ *   coef  [16 groups][16 rows]    int32, per 16-group: the min (Q2_K, Q4_K,
+ *                                  Q5_K) or c * scale (Q3_K, Q6_K, IQ4_XS)
+ *   d, dmin [16 rows]             f32
+ * and a register tile of 16 rows (lane = row) x up to 8 tokens forms each
+ * (row, token) super-block's integer sums exactly: per 16- or 32-element
+ * sub-block a VPDPBUSD sum with the token's quads broadcast, times the
+ * sub-block scale; the coef terms with the token's bsums; then the f32
+ * scaling of ref.c, lane by lane. The activations are the matvec's rows
+ * (inf_act_prepare_quant), one per token. */
+enum {
+    QG_ROWS = 16,
+    QG_TOKENS = 8,
+    QG_CODES = 64 * 64,                      /* 4096 */
+    QG_SCALE = QG_CODES,                     /* 16 x 64 bytes */
+    QG_COEF = QG_SCALE + 16 * 64,
+    QG_D = QG_COEF + 16 * 64,
+    QG_DMIN = QG_D + 64,
+    QG_BLOCK = QG_DMIN + 64,                 /* 6272 bytes per super-block per group */
+};
+
+bool inf_avx512_gemm_takes_quant(inf_dtype type) { return inf_dtype_is_quant(type); }
+
+size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols) {
+    if (inf_dtype_block_elems(type) == INF_QK) return inf_avx512_qgemm32_pack_bytes(cols);
+    return (INF_X86_GEMM_ROWS / QG_ROWS) * (size_t)(cols / INF_QK_K) * QG_BLOCK;
+}
+
+/* The matvec's activation rows; for the 32-block types with the quants
+ * flipped to x ^ 0x80 (= x + 128 as unsigned), the operand their gemm
+ * broadcasts (see qgemm32_tile). */
+void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
+    (void)n;
+    const size_t stride = inf_act_row_bytes_quant(type, cols);
+    const bool q81 = inf_quant_act_type(type) == INF_ACT_Q8_1;
+    const size_t xb = q81 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
+    const size_t xq_at = q81 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
+    for (int t = t0; t < t1; t++) {
+        char *row = (char *)buf + (size_t)t * stride;
+        inf_act_prepare_quant(type, x + (size_t)t * cols, cols, row);
+        if (inf_dtype_block_elems(type) != INF_QK) continue;
+        for (int64_t b = 0; b < cols / INF_QK; b++) {
+            __m256i *q = (__m256i *)(row + (size_t)b * xb + xq_at);
+            _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8((char)0x80)));
+        }
+    }
+}
+
+/* One super-block of one row: the codes in element order, and the scale,
+ * coef (per 16-group), d and dmin of the pack. */
+static void unpack_row(inf_dtype type, const char *blk, uint8_t codes[256], int32_t scale[16], int32_t coef[16],
+                       float *d, float *dmin) {
+    kblock k;
+    unpack_kblock(type, blk, &k);
+    for (int j = 0; j < 4; j++) _mm512_storeu_si512(codes + 64 * j, k.u[j]);
+    *d = k.d;
+    *dmin = k.dmin;
+    switch (type) {
+    case INF_DTYPE_Q4_K:
+    case INF_DTYPE_Q5_K: {
+        const uint8_t *s12 = type == INF_DTYPE_Q5_K ? ((const inf_block_q5_K *)blk)->scales : ((const inf_block_q4_K *)blk)->scales;
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            inf_q4k_scale_min(j, s12, &sc, &m);
+            scale[2 * j] = scale[2 * j + 1] = sc;
+            coef[2 * j] = coef[2 * j + 1] = m;
+        }
+        break;
+    }
+    case INF_DTYPE_Q6_K:
+        for (int g = 0; g < 16; g++) {
+            scale[g] = ((const inf_block_q6_K *)blk)->scales[g];
+            coef[g] = 32 * scale[g];
+        }
+        break;
+    case INF_DTYPE_Q2_K:
+        for (int g = 0; g < 16; g++) {
+            scale[g] = ((const inf_block_q2_K *)blk)->scales[g] & 0xF;
+            coef[g] = ((const inf_block_q2_K *)blk)->scales[g] >> 4;
+        }
+        break;
+    case INF_DTYPE_Q3_K: {
+        int8_t sc[16];
+        inf_q3k_scales(((const inf_block_q3_K *)blk)->scales, sc);
+        for (int g = 0; g < 16; g++) {
+            scale[g] = sc[g];
+            coef[g] = 4 * sc[g];
+        }
+        break;
+    }
+    case INF_DTYPE_IQ4_XS:
+        for (int j = 0; j < 8; j++) {
+            scale[2 * j] = scale[2 * j + 1] = inf_iq4xs_scale((const inf_block_iq4_xs *)blk, j);
+            coef[2 * j] = coef[2 * j + 1] = 128 * scale[2 * j];
+        }
+        break;
+    default: break;
+    }
+}
+
+/* Rows [r, r + nr) of super-block b packed into dst (QG_BLOCK bytes). */
+static void pack_qgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
+    uint8_t codes[QG_ROWS][256];
+    int32_t scale[QG_ROWS][16], coef[QG_ROWS][16];
+    float d[QG_ROWS], dmin[QG_ROWS];
+    const size_t wb = inf_dtype_block_bytes(w->type);
+    for (int i = 0; i < QG_ROWS; i++) {
+        if (i >= nr) {
+            memset(codes[i], 0, 256);
+            memset(scale[i], 0, sizeof scale[i]);
+            memset(coef[i], 0, sizeof coef[i]);
+            d[i] = dmin[i] = 0.0f;
+            continue;
+        }
+        unpack_row(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb, codes[i], scale[i],
+                   coef[i], &d[i], &dmin[i]);
+    }
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(256));
+    for (int q = 0; q < 64; q++)
+        _mm512_store_si512(dst + q * 64, _mm512_i32gather_epi32(rows, (const int *)&codes[0][4 * q], 1));
+    for (int g = 0; g < 16; g++)
+        for (int i = 0; i < QG_ROWS; i++) {
+            ((int32_t *)(dst + QG_SCALE + g * 64))[i] = scale[i][g];
+            /* coef lanes feed VPMADDWD against a bsum in the low half: keep the low 16 bits */
+            ((int32_t *)(dst + QG_COEF + g * 64))[i] = coef[i][g] & 0xFFFF;
+        }
+    memcpy(dst + QG_D, d, 64);
+    memcpy(dst + QG_DMIN, dmin, 64);
+}
+
+/* Tokens [t0, t0 + NT) times one packed group; SUB: elements per scale run
+ * (32 for Q4_K, Q5_K, IQ4_XS; 16 for the others); MIN: coef is a min. */
+INLINE void qgemm_tile(const char *pack, int64_t nb, const char *act, size_t stride, int t0, const int NT, const int SUB,
+                       const bool MIN, float *y, size_t ys, __mmask16 rows) {
+    const inf_block_q8_K *xa[QG_TOKENS];
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) xa[t] = (const inf_block_q8_K *)(act + (size_t)(t0 + t) * stride);
+    __m512 sum[QG_TOKENS];
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const char *pb = pack + (size_t)b * QG_BLOCK;
+        __m512i isum[QG_TOKENS], iterm[QG_TOKENS];
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) isum[t] = iterm[t] = _mm512_setzero_si512();
+        for (int s = 0; s < 256 / SUB; s++) {
+            __m512i dsub[QG_TOKENS];
+            _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) dsub[t] = _mm512_setzero_si512();
+            _Pragma("GCC unroll 8") for (int c = 0; c < SUB / 4; c++) {
+                const int q = s * (SUB / 4) + c;
+                const __m512i wq = _mm512_load_si512(pb + q * 64);
+                _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
+                    int32_t xq;
+                    memcpy(&xq, xa[t][b].qs + 4 * q, 4);
+                    dsub[t] = _mm512_dpbusd_epi32(dsub[t], wq, _mm512_set1_epi32(xq));
+                }
+            }
+            const __m512i sc = _mm512_load_si512(pb + QG_SCALE + (s * SUB / 16) * 64);
+            _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dsub[t], sc));
+        }
+        for (int g = 0; g < 16; g++) {
+            const __m512i cf = _mm512_load_si512(pb + QG_COEF + g * 64);
+            _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
+                iterm[t] = _mm512_add_epi32(iterm[t], _mm512_madd_epi16(cf, _mm512_set1_epi32((uint16_t)xa[t][b].bsums[g])));
+        }
+        const __m512 d = _mm512_load_ps((const float *)(pb + QG_D)), dmin = _mm512_load_ps((const float *)(pb + QG_DMIN));
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
+            const __m512i is = MIN ? isum[t] : _mm512_sub_epi32(isum[t], iterm[t]);
+            const __m512i im = MIN ? iterm[t] : _mm512_setzero_si512();
+            const __m512 dx = _mm512_set1_ps(xa[t][b].d);
+            /* (d * dx) * isum - (dmin * dx) * imin, as ref.c, lane by lane */
+            const __m512 p = _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(is));
+            const __m512 m = _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(im));
+            sum[t] = _mm512_add_ps(sum[t], _mm512_sub_ps(p, m));
+        }
+    }
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)(t0 + t) * ys, rows, sum[t]);
+}
+
+#define QG_CASES(SUB, MIN)                                                                                          \
+    switch (nt) {                                                                                                   \
+    case 1: qgemm_tile(pack, nb, act, stride, t0, 1, SUB, MIN, y, ys, rows); break;                                 \
+    case 2: qgemm_tile(pack, nb, act, stride, t0, 2, SUB, MIN, y, ys, rows); break;                                 \
+    case 3: qgemm_tile(pack, nb, act, stride, t0, 3, SUB, MIN, y, ys, rows); break;                                 \
+    case 4: qgemm_tile(pack, nb, act, stride, t0, 4, SUB, MIN, y, ys, rows); break;                                 \
+    case 5: qgemm_tile(pack, nb, act, stride, t0, 5, SUB, MIN, y, ys, rows); break;                                 \
+    case 6: qgemm_tile(pack, nb, act, stride, t0, 6, SUB, MIN, y, ys, rows); break;                                 \
+    case 7: qgemm_tile(pack, nb, act, stride, t0, 7, SUB, MIN, y, ys, rows); break;                                 \
+    default: qgemm_tile(pack, nb, act, stride, t0, 8, SUB, MIN, y, ys, rows); break;                                \
+    }
+
+_Static_assert(QG_TOKENS == 8, "QG_CASES spells out token counts 1..8");
+
+static void run_qtile(inf_dtype type, const char *pack, int64_t nb, const char *act, size_t stride, int t0, int nt,
+                      float *y, size_t ys, __mmask16 rows) {
+    switch (type) {
+    case INF_DTYPE_Q4_K: case INF_DTYPE_Q5_K: QG_CASES(32, true) break;
+    case INF_DTYPE_IQ4_XS: QG_CASES(32, false) break;
+    case INF_DTYPE_Q2_K: QG_CASES(16, true) break;
+    default: QG_CASES(16, false) break; /* Q3_K, Q6_K */
+    }
+}
+
+void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                      void *pack) {
+    if (inf_dtype_block_elems(w->type) == INF_QK) {
+        inf_avx512_qgemm32(w, a, r0, r1, y, y_stride, pack);
+        return;
+    }
+    const int64_t nb = w->cols / INF_QK_K;
+    const size_t gbytes = (size_t)nb * QG_BLOCK, stride = inf_act_row_bytes_quant(w->type, w->cols);
+    const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
+    for (int g = 0; g < n_groups; g++) {
+        const int64_t r = r0 + (int64_t)g * QG_ROWS;
+        for (int64_t b = 0; b < nb; b++)
+            pack_qgroup(w, r, (int)INF_MIN(QG_ROWS, r1 - r), b, (char *)pack + g * gbytes + (size_t)b * QG_BLOCK);
+    }
+    for (int t0 = 0; t0 < a->n; t0 += QG_TOKENS) {
+        const int nt = INF_MIN(QG_TOKENS, a->n - t0);
+        for (int g = 0; g < n_groups; g++) {
+            const int64_t r = r0 + (int64_t)g * QG_ROWS;
+            const int nr = (int)INF_MIN(QG_ROWS, r1 - r);
+            run_qtile(w->type, (const char *)pack + g * gbytes, nb, a->data, stride, t0, nt, y + r, y_stride,
+                      (__mmask16)((1u << nr) - 1));
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ gemm (32-blocks) */
+
+/* The prefill gemm of Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL, bit-identical to
+ * ref.c (not to the matvec, whose order follows llama.cpp's vec_dot: so
+ * decode rows of these types run on the matvec and prefill rows here,
+ * ops.h's contract). Per block and group of 16 rows the pack holds
+ *   vals  [8 quads][16 rows][4]  int8, the weights' signed values
+ *   corr  [16 rows]              int32, 128 * Σ vals (see below)
+ *   d, m  [16 rows]              f32 (m: Q4_1/Q5_1's min, else 0)
+ * VPDPBUSD takes the activations as its unsigned operand, flipped to
+ * x + 128 (x ^ 0x80, at prepare), broadcast a quad at a time, so a lane gathers
+ * Σ (x + 128) v = Σ x v + corr: the exact block dot after subtracting
+ * corr; then sum += (float)isum * (d_w * d_x) (+ m_w * s_x) per lane, in
+ * ref.c's order. */
+enum {
+    QB_VALS = 8 * 64,           /* 512 */
+    QB_CORR = QB_VALS,
+    QB_D = QB_CORR + 64,
+    QB_M = QB_D + 64,
+    QB_BLOCK = QB_M + 64,       /* 704 bytes per block per group */
+};
+
+size_t inf_avx512_qgemm32_pack_bytes(int64_t cols) {
+    return (INF_X86_GEMM_ROWS / QG_ROWS) * (size_t)(cols / INF_QK) * QB_BLOCK;
+}
+
+/* The 32 signed values of a block (stored to v), and its d and m; returns
+ * Σ v. */
+static int32_t block_values(inf_dtype type, const char *w, int8_t v[32], float *d, float *m) {
+    *d = inf_f16_to_f32(f16_at(w));
+    *m = 0.0f;
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const uint8_t *qs;
+    uint32_t qh = 0;
+    switch (type) {
+    case INF_DTYPE_Q4_1: qs = ((const inf_block_q4_1 *)w)->qs; *m = inf_f16_to_f32(f16_at(w + 2)); break;
+    case INF_DTYPE_Q5_0: qs = ((const inf_block_q5_0 *)w)->qs; memcpy(&qh, ((const inf_block_q5_0 *)w)->qh, 4); break;
+    case INF_DTYPE_Q5_1:
+        qs = ((const inf_block_q5_1 *)w)->qs;
+        memcpy(&qh, ((const inf_block_q5_1 *)w)->qh, 4);
+        *m = inf_f16_to_f32(f16_at(w + 2));
+        break;
+    default: qs = ((const inf_block_q4_0 *)w)->qs; break; /* Q4_0, IQ4_NL */
+    }
+    const __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    __m256i u = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
+                                        _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
+    u = _mm256_or_si256(u, _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(0x10)));
+    switch (type) {
+    case INF_DTYPE_Q4_0: u = _mm256_sub_epi8(u, _mm256_set1_epi8(8)); break;
+    case INF_DTYPE_Q5_0: u = _mm256_sub_epi8(u, _mm256_set1_epi8(16)); break;
+    case INF_DTYPE_IQ4_NL:
+        u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)inf_iq4nl_values)), u);
+        break;
+    default: break;
+    }
+    _mm256_storeu_si256((__m256i *)v, u);
+    /* Σ (v + 128) by SAD against zero, minus 32 * 128 */
+    const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(u, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
+    __m128i t = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+    t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
+    return (int32_t)_mm_cvtsi128_si64(t) - 32 * 128;
+}
+
+static void pack_bgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
+    int8_t v[QG_ROWS][32];
+    int32_t corr[QG_ROWS];
+    float d[QG_ROWS], m[QG_ROWS];
+    const size_t wb = inf_dtype_block_bytes(w->type);
+    for (int i = 0; i < QG_ROWS; i++) {
+        if (i >= nr) {
+            memset(v[i], 0, 32);
+            d[i] = m[i] = 0.0f;
+            corr[i] = 0;
+        } else {
+            corr[i] = 128 * block_values(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb,
+                                         v[i], &d[i], &m[i]);
+        }
+    }
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(32));
+    for (int q = 0; q < 8; q++)
+        _mm512_store_si512(dst + q * 64, _mm512_i32gather_epi32(rows, (const int *)&v[0][4 * q], 1));
+    memcpy(dst + QB_CORR, corr, 64);
+    memcpy(dst + QB_D, d, 64);
+    memcpy(dst + QB_M, m, 64);
+}
+
+INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t stride, int t0, const int NT,
+                         const bool Q81, float *y, size_t ys, __mmask16 rows) {
+    const size_t xb = Q81 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
+    const size_t xq_at = Q81 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
+    const char *xa[QG_TOKENS];
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) xa[t] = act + (size_t)(t0 + t) * stride;
+    __m512 sum[QG_TOKENS];
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const char *pb = pack + (size_t)b * QB_BLOCK;
+        __m512i acc[QG_TOKENS];
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {
+            const __m512i wv = _mm512_load_si512(pb + q * 64);
+            _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
+                int32_t xq; /* flipped at prepare */
+                memcpy(&xq, xa[t] + (size_t)b * xb + xq_at + 4 * q, 4);
+                acc[t] = _mm512_dpbusd_epi32(acc[t], _mm512_set1_epi32(xq), wv);
+            }
+        }
+        const __m512i corr = _mm512_load_si512(pb + QB_CORR);
+        const __m512 d = _mm512_load_ps((const float *)(pb + QB_D));
+        const __m512 m = _mm512_load_ps((const float *)(pb + QB_M));
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
+            const char *x = xa[t] + (size_t)b * xb;
+            const __m512 dx = _mm512_set1_ps(inf_f16_to_f32(f16_at(x)));
+            const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[t], corr)), _mm512_mul_ps(d, dx));
+            if (Q81) /* (d_w * d_x) * isum + m_w * s_x, as ref.c */
+                sum[t] = _mm512_add_ps(sum[t], _mm512_add_ps(p, _mm512_mul_ps(m, _mm512_set1_ps(inf_f16_to_f32(f16_at(x + 2))))));
+            else
+                sum[t] = _mm512_add_ps(sum[t], p);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)(t0 + t) * ys, rows, sum[t]);
+}
+
+#define QB_CASES(Q81)                                                                         \
+    switch (nt) {                                                                             \
+    case 1: qgemm32_tile(pack, nb, act, stride, t0, 1, Q81, y, ys, rows); break;              \
+    case 2: qgemm32_tile(pack, nb, act, stride, t0, 2, Q81, y, ys, rows); break;              \
+    case 3: qgemm32_tile(pack, nb, act, stride, t0, 3, Q81, y, ys, rows); break;              \
+    case 4: qgemm32_tile(pack, nb, act, stride, t0, 4, Q81, y, ys, rows); break;              \
+    case 5: qgemm32_tile(pack, nb, act, stride, t0, 5, Q81, y, ys, rows); break;              \
+    case 6: qgemm32_tile(pack, nb, act, stride, t0, 6, Q81, y, ys, rows); break;              \
+    case 7: qgemm32_tile(pack, nb, act, stride, t0, 7, Q81, y, ys, rows); break;              \
+    default: qgemm32_tile(pack, nb, act, stride, t0, 8, Q81, y, ys, rows); break;             \
+    }
+
+void inf_avx512_qgemm32(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys,
+                        void *pack) {
+    const int64_t nb = w->cols / INF_QK;
+    const size_t gbytes = (size_t)nb * QB_BLOCK, stride = inf_act_row_bytes_quant(w->type, w->cols);
+    const bool q81 = inf_quant_act_type(w->type) == INF_ACT_Q8_1;
+    const char *act = a->data;
+    const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
+    for (int g = 0; g < n_groups; g++) {
+        const int64_t r = r0 + (int64_t)g * QG_ROWS;
+        for (int64_t b = 0; b < nb; b++)
+            pack_bgroup(w, r, (int)INF_MIN(QG_ROWS, r1 - r), b, (char *)pack + g * gbytes + (size_t)b * QB_BLOCK);
+    }
+    for (int t0 = 0; t0 < a->n; t0 += QG_TOKENS) {
+        const int nt = INF_MIN(QG_TOKENS, a->n - t0);
+        for (int g = 0; g < n_groups; g++) {
+            const int64_t r = r0 + (int64_t)g * QG_ROWS;
+            const __mmask16 rows = (__mmask16)((1u << INF_MIN(QG_ROWS, r1 - r)) - 1);
+            const char *p = (const char *)pack + g * gbytes;
+            float *yg = y + r;
+            {
+                const char *pack = p;
+                float *y = yg;
+                if (q81) QB_CASES(true) else QB_CASES(false)
+            }
+        }
+    }
+}
