@@ -380,6 +380,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(ex->body);
     free(ex);
     *con_cls = NULL;
+    /* idle: hand what the connection threads freed back to the system */
+    if (atomic_load(&srv->in_flight) == 0) malloc_trim(0);
 }
 
 /* ------------------------------------------------------------------ life */
