@@ -319,6 +319,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         ex->url = url;
         ex->t_start_s = server_now_s();
         ex->socket_fd = -1;
+        atomic_fetch_add(&srv->exchanges, 1);
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (ci) ex->socket_fd = ci->connect_fd;
         *con_cls = ex;
@@ -381,7 +382,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(ex);
     *con_cls = NULL;
     /* idle: hand what the connection threads freed back to the system */
-    if (atomic_load(&srv->in_flight) == 0) malloc_trim(0);
+    if (atomic_fetch_sub(&srv->exchanges, 1) == 1) malloc_trim(0);
 }
 
 /* ------------------------------------------------------------------ life */
@@ -496,9 +497,12 @@ fail:
     return NULL;
 }
 
-static int wait_in_flight(server *srv, double seconds, const sigset_t *signals) {
+/* Waits until every request's reply is out (the engine finishing is not
+ * enough: its last events may still be on their way to the client), at
+ * most seconds; returns 1 when a second signal came meanwhile. */
+static int wait_replies(server *srv, double seconds, const sigset_t *signals) {
     double until = server_now_s() + seconds;
-    while (atomic_load(&srv->in_flight) > 0 && server_now_s() < until) {
+    while ((atomic_load(&srv->exchanges) > 0 || atomic_load(&srv->in_flight) > 0) && server_now_s() < until) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         if (signals && sigtimedwait(signals, NULL, &ts) > 0) return 1; /* a second signal: stop waiting */
         if (!signals) nanosleep(&ts, NULL);
@@ -586,8 +590,8 @@ int server_run(const server_options *opt) {
     if (!load_failed) fprintf(stderr, "inferno serve: shutting down (running requests get %d s)\n", opt->grace_s);
     MHD_socket listen_fd = MHD_quiesce_daemon(srv->daemon);
     if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
-    if (wait_in_flight(srv, opt->grace_s, &signals) || atomic_load(&srv->in_flight) > 0) jobs_cancel_all(srv);
-    wait_in_flight(srv, 10, NULL);
+    if (wait_replies(srv, opt->grace_s, &signals) || atomic_load(&srv->in_flight) > 0) jobs_cancel_all(srv);
+    wait_replies(srv, 10, NULL);
     MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
     if (ld.engine_started) {

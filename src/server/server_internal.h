@@ -64,7 +64,8 @@ typedef struct server {
     int n_ctx, n_vocab;
     atomic_int ready;              /* 0 loading, 1 ready, -1 failed */
     atomic_int stopping;           /* shutdown began: new requests get 503 */
-    atomic_int in_flight;          /* engine requests submitted and not yet done */
+    atomic_int in_flight;          /* HTTP requests with engine work not yet done (for 429) */
+    atomic_int exchanges;          /* HTTP requests begun and not yet completed (their reply sent) */
     atomic_uint_fast64_t next_id;  /* for response ids */
     char fingerprint[32];          /* system_fingerprint */
     server_metrics metrics;
