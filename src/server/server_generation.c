@@ -55,6 +55,10 @@ static void handle(generation *g, job_event *ev) {
         if (ev->index % (g->n_choices / g->n_prompts) == 0) g->n_cached += ev->n_cached;
         g->n_generated += ev->n_generated;
         g->api->done(g, c, ev);
+        if (g->ttft_ms == 0) {
+            g->queue_ms = ev->queue_ms;
+            g->ttft_ms = ev->queue_ms + ev->prefill_ms;
+        }
         double ttft = ev->n_generated > 0 ? (ev->queue_ms + ev->prefill_ms) / 1e3 : -1;
         double tpot = ev->n_generated > 1 ? ev->decode_ms / 1e3 / (ev->n_generated - 1) : -1;
         bool first_of_prompt = ev->index % (g->n_choices / g->n_prompts) == 0;
@@ -98,6 +102,8 @@ void generation_free(generation *g) {
         g->ex->n_prompt = (int)g->n_prompt;
         g->ex->n_generated = g->n_generated;
         g->ex->n_cached = g->n_cached;
+        g->ex->queue_ms = g->queue_ms;
+        g->ex->ttft_ms = g->ttft_ms;
     }
     for (int i = 0; i < g->n_choices; i++) {
         gen_choice *c = &g->choices[i];
@@ -153,6 +159,8 @@ static long produce(void *ctx, char *buf, size_t cap) {
             g->ended = true;
             g->ex->n_generated = g->n_generated;
             g->ex->n_cached = g->n_cached;
+            g->ex->queue_ms = g->queue_ms;
+            g->ex->ttft_ms = g->ttft_ms;
             continue;
         }
         if (!got) {

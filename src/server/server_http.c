@@ -372,8 +372,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (digit >= 1 && digit <= 5) srv->metrics.requests_by_status[digit]++;
     pthread_mutex_unlock(&srv->metrics.mu);
     if (!srv->opt.quiet) {
-        fprintf(stderr, "%s %s %d prompt=%d gen=%d cached=%d %.1fms%s\n", ex->method, ex->url, status, ex->n_prompt,
-                ex->n_generated, ex->n_cached, ms,
+        fprintf(stderr, "%s %s %d prompt=%d gen=%d cached=%d queue=%.0fms ttft=%.0fms %.1fms%s\n", ex->method, ex->url,
+                status, ex->n_prompt, ex->n_generated, ex->n_cached, ex->queue_ms, ex->ttft_ms, ms,
                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? ""
                 : toe == MHD_REQUEST_TERMINATED_WITH_ERROR && !ex->streamed ? " (error)"
                                                                               : " (client gone)");

@@ -87,6 +87,7 @@ typedef struct http_exchange {
     /* for the log line */
     int status;
     int n_prompt, n_generated, n_cached;
+    double queue_ms, ttft_ms;      /* of the first completion: waiting for admission, and to its first token */
     bool streamed;
     bool anthropic;                /* /v1/messages: errors in Anthropic's shape */
 } http_exchange;
@@ -276,6 +277,7 @@ struct generation {
     int n_cached;
     int n_generated;
     double t_submit_s, t_first_s;
+    double queue_ms, ttft_ms;      /* of the first completion to end */
     /* streaming */
     strbuf out;
     size_t out_sent;
