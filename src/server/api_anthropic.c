@@ -14,26 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool fail(param_error *e, const char *param, const char *msg) {
-    snprintf(e->param, sizeof e->param, "%s", param);
-    snprintf(e->msg, sizeof e->msg, "%s: %s", param, msg);
-    return false;
-}
-
 /* Text of a content that is a string or an array of text blocks. */
 static bool text_of(const cJSON *v, const char *param, strbuf *out, param_error *e) {
     if (cJSON_IsString(v)) {
         sb_puts(out, v->valuestring);
         return true;
     }
-    if (!cJSON_IsArray(v)) return fail(e, param, "must be a string or an array of text blocks");
+    if (!cJSON_IsArray(v)) return reject_field(e, param, "must be a string or an array of text blocks");
     const cJSON *b;
     int i = 0;
     cJSON_ArrayForEach(b, v) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(b, "type");
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(b, "text");
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text))
-            return fail(e, param, "only text blocks are supported here");
+            return reject_field(e, param, "only text blocks are supported here");
         if (i++ > 0) sb_puts(out, "\n");
         sb_puts(out, text->valuestring);
     }
@@ -56,14 +50,14 @@ static bool convert_message(const cJSON *m, int index, cJSON *out, param_error *
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
     if (!cJSON_IsObject(m) || !cJSON_IsString(role) ||
         (strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant")))
-        return fail(e, where, "a message needs role user or assistant");
+        return reject_field(e, where, "a message needs role user or assistant");
     bool user = !strcmp(role->valuestring, "user");
     snprintf(param, sizeof param, "%s.content", where);
     if (cJSON_IsString(content)) {
         cJSON_AddItemToArray(out, message(role->valuestring, content->valuestring));
         return true;
     }
-    if (!cJSON_IsArray(content)) return fail(e, param, "must be a string or an array of content blocks");
+    if (!cJSON_IsArray(content)) return reject_field(e, param, "must be a string or an array of content blocks");
     strbuf text = {0}, thinking = {0};
     cJSON *calls = NULL;
     int n_text = 0, i = 0;
@@ -73,14 +67,14 @@ static bool convert_message(const cJSON *m, int index, cJSON *out, param_error *
         snprintf(param, sizeof param, "%s.content[%d]", where, i++);
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(b, "type");
         if (!cJSON_IsString(type)) {
-            ok = fail(e, param, "a content block needs a type");
+            ok = reject_field(e, param, "a content block needs a type");
             break;
         }
         const char *t = type->valuestring;
         if (!strcmp(t, "text")) {
             const cJSON *s = cJSON_GetObjectItemCaseSensitive(b, "text");
             if (!cJSON_IsString(s)) {
-                ok = fail(e, param, "a text block needs a string text");
+                ok = reject_field(e, param, "a text block needs a string text");
                 break;
             }
             if (n_text++ > 0) sb_puts(&text, "\n");
@@ -95,7 +89,7 @@ static bool convert_message(const cJSON *m, int index, cJSON *out, param_error *
             const cJSON *name = cJSON_GetObjectItemCaseSensitive(b, "name");
             const cJSON *input = cJSON_GetObjectItemCaseSensitive(b, "input");
             if (!cJSON_IsString(name)) {
-                ok = fail(e, param, "a tool_use block needs a string name");
+                ok = reject_field(e, param, "a tool_use block needs a string name");
                 break;
             }
             if (!calls) calls = cJSON_CreateArray();
@@ -129,7 +123,7 @@ static bool convert_message(const cJSON *m, int index, cJSON *out, param_error *
             char msg[160];
             snprintf(msg, sizeof msg, "content blocks of type '%.64s' are not supported in %s messages", t,
                      role->valuestring);
-            ok = fail(e, param, msg);
+            ok = reject_field(e, param, msg);
             break;
         }
     }
@@ -166,7 +160,7 @@ static bool convert_request(const cJSON *body, cJSON **messages, cJSON **tools, 
     }
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(body, "messages");
     if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
-        return fail(e, "messages", "must be a non-empty array of messages");
+        return reject_field(e, "messages", "must be a non-empty array of messages");
     int n = cJSON_GetArraySize(msgs), i = 0;
     const cJSON *m;
     cJSON_ArrayForEach(m, msgs) {
@@ -188,7 +182,7 @@ static bool convert_request(const cJSON *body, cJSON **messages, cJSON **tools, 
 
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(body, "tools");
     if (t && !cJSON_IsNull(t)) {
-        if (!cJSON_IsArray(t)) return fail(e, "tools", "must be an array of tools");
+        if (!cJSON_IsArray(t)) return reject_field(e, "tools", "must be an array of tools");
         *tools = cJSON_CreateArray();
         int k = 0;
         const cJSON *tool;
@@ -198,8 +192,8 @@ static bool convert_request(const cJSON *body, cJSON **messages, cJSON **tools, 
             const cJSON *name = cJSON_GetObjectItemCaseSensitive(tool, "name");
             const cJSON *type = cJSON_GetObjectItemCaseSensitive(tool, "type");
             if (type && cJSON_IsString(type) && strcmp(type->valuestring, "custom"))
-                return fail(e, param, "server tools are not supported; give name, description and input_schema");
-            if (!cJSON_IsString(name)) return fail(e, param, "a tool needs a string name");
+                return reject_field(e, param, "server tools are not supported; give name, description and input_schema");
+            if (!cJSON_IsString(name)) return reject_field(e, param, "a tool needs a string name");
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "type", "function");
             cJSON *fn = cJSON_AddObjectToObject(o, "function");
@@ -218,27 +212,27 @@ static bool convert_request(const cJSON *body, cJSON **messages, cJSON **tools, 
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(body, "tool_choice");
     if (tc && !cJSON_IsNull(tc)) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(tc, "type");
-        if (!cJSON_IsObject(tc) || !cJSON_IsString(type)) return fail(e, "tool_choice", "must be an object with a type");
+        if (!cJSON_IsObject(tc) || !cJSON_IsString(type)) return reject_field(e, "tool_choice", "must be an object with a type");
         const char *ty = type->valuestring;
         if (!strcmp(ty, "auto")) *mode = TOOLS_AUTO;
         else if (!strcmp(ty, "none")) *mode = TOOLS_NONE;
         else if (!strcmp(ty, "any")) *mode = TOOLS_REQUIRED;
         else if (!strcmp(ty, "tool")) {
             const cJSON *name = cJSON_GetObjectItemCaseSensitive(tc, "name");
-            if (!cJSON_IsString(name)) return fail(e, "tool_choice", "type tool needs a name");
+            if (!cJSON_IsString(name)) return reject_field(e, "tool_choice", "type tool needs a name");
             *mode = TOOLS_NAMED;
             *tool_name = strdup(name->valuestring);
         } else {
-            return fail(e, "tool_choice", "type must be auto, any, tool or none");
+            return reject_field(e, "tool_choice", "type must be auto, any, tool or none");
         }
-        if ((*mode == TOOLS_REQUIRED || *mode == TOOLS_NAMED) && !*tools) return fail(e, "tool_choice", "needs tools");
+        if ((*mode == TOOLS_REQUIRED || *mode == TOOLS_NAMED) && !*tools) return reject_field(e, "tool_choice", "needs tools");
     }
     const cJSON *th = cJSON_GetObjectItemCaseSensitive(body, "thinking");
     if (th && !cJSON_IsNull(th)) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(th, "type");
         if (!cJSON_IsObject(th) || !cJSON_IsString(type) ||
             (strcmp(type->valuestring, "enabled") && strcmp(type->valuestring, "disabled")))
-            return fail(e, "thinking", "must be {\"type\": \"enabled\" or \"disabled\"}");
+            return reject_field(e, "thinking", "must be {\"type\": \"enabled\" or \"disabled\"}");
         *thinking = !strcmp(type->valuestring, "enabled");
     }
     return true;
@@ -493,11 +487,11 @@ static bool messages_prompt(generation *g, const cJSON *body, bool *thinking, bo
         size_t n = 0;
         inf_error err = {0};
         if (inf_tokenize(g->srv->tok, prefill, strlen(prefill), INF_TOKENIZE_NO_SPECIAL, &ids, &n, &err)) {
-            ok = fail(e, "messages", err.msg);
+            ok = reject_field(e, "messages", err.msg);
         } else {
             int32_t *all = realloc(g->prompts[0], (g->prompt_lens[0] + n) * sizeof *all);
             if (!all) {
-                ok = fail(e, "messages", "out of memory");
+                ok = reject_field(e, "messages", "out of memory");
             } else {
                 memcpy(all + g->prompt_lens[0], ids, n * sizeof *ids);
                 g->prompts[0] = all;

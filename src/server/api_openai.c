@@ -97,12 +97,6 @@ static bool tokenize_text(server *srv, const char *text, size_t len, bool parse_
 
 /* ------------------------------------------------------------------ chat: messages to the template */
 
-static bool fail(param_error *e, const char *param, const char *msg) {
-    snprintf(e->param, sizeof e->param, "%s", param);
-    snprintf(e->msg, sizeof e->msg, "%s: %s", param, msg);
-    return false;
-}
-
 /* A message's content as the template wants it: a string (text parts
  * joined with newlines, as vLLM joins them), or null. */
 static cJSON *content_string(const cJSON *content, const char *where, param_error *e) {
@@ -111,7 +105,7 @@ static cJSON *content_string(const cJSON *content, const char *where, param_erro
     if (cJSON_IsString(content)) return cJSON_CreateString(content->valuestring);
     if (!cJSON_IsArray(content)) {
         snprintf(param, sizeof param, "%s.content", where);
-        fail(e, param, "must be a string, an array of text parts, or null");
+        reject_field(e, param, "must be a string, an array of text parts, or null");
         return NULL;
     }
     strbuf b = {0};
@@ -123,19 +117,19 @@ static cJSON *content_string(const cJSON *content, const char *where, param_erro
         snprintf(param, sizeof param, "%s.content[%d]", where, i);
         if (!cJSON_IsObject(part) || !cJSON_IsString(type)) {
             sb_free(&b);
-            fail(e, param, "a content part must be an object with a type");
+            reject_field(e, param, "a content part must be an object with a type");
             return NULL;
         }
         if (strcmp(type->valuestring, "text")) {
             sb_free(&b);
             char msg[160];
             snprintf(msg, sizeof msg, "content parts of type '%.64s' are not supported (only text)", type->valuestring);
-            fail(e, param, msg);
+            reject_field(e, param, msg);
             return NULL;
         }
         if (!cJSON_IsString(text)) {
             sb_free(&b);
-            fail(e, param, "a text part needs a string text");
+            reject_field(e, param, "a text part needs a string text");
             return NULL;
         }
         if (i > 0) sb_puts(&b, "\n");
@@ -150,7 +144,7 @@ static cJSON *content_string(const cJSON *content, const char *where, param_erro
 static cJSON *chat_messages(const cJSON *body, param_error *e) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(body, "messages");
     if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
-        fail(e, "messages", "must be a non-empty array of messages");
+        reject_field(e, "messages", "must be a non-empty array of messages");
         return NULL;
     }
     cJSON *out = cJSON_CreateArray();
@@ -161,7 +155,7 @@ static cJSON *chat_messages(const cJSON *body, param_error *e) {
         snprintf(where, sizeof where, "messages[%d]", i++);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
-            fail(e, where, "a message must be an object with a string role");
+            reject_field(e, where, "a message must be an object with a string role");
             goto bad;
         }
         const char *r = role->valuestring;
@@ -169,7 +163,7 @@ static cJSON *chat_messages(const cJSON *body, param_error *e) {
         if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool")) {
             char param[80];
             snprintf(param, sizeof param, "%s.role", where);
-            fail(e, param, "must be system, developer, user, assistant or tool");
+            reject_field(e, param, "must be system, developer, user, assistant or tool");
             goto bad;
         }
         cJSON *n = cJSON_CreateObject();
@@ -186,14 +180,14 @@ static cJSON *chat_messages(const cJSON *body, param_error *e) {
                 char param[80];
                 snprintf(param, sizeof param, "%s.tool_calls", where);
                 if (!cJSON_IsArray(tc)) {
-                    fail(e, param, "must be an array");
+                    reject_field(e, param, "must be an array");
                     goto bad;
                 }
                 const cJSON *call;
                 cJSON_ArrayForEach(call, tc) {
                     const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
                     if (!cJSON_IsObject(fn) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(fn, "name"))) {
-                        fail(e, param, "each call needs a function with a string name");
+                        reject_field(e, param, "each call needs a function with a string name");
                         goto bad;
                     }
                 }
@@ -216,7 +210,7 @@ static bool chat_tools(const cJSON *body, cJSON **tools, param_error *e) {
     *tools = NULL;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(body, "tools");
     if (!t || cJSON_IsNull(t)) return true;
-    if (!cJSON_IsArray(t)) return fail(e, "tools", "must be an array of tools");
+    if (!cJSON_IsArray(t)) return reject_field(e, "tools", "must be an array of tools");
     int i = 0;
     const cJSON *tool;
     cJSON_ArrayForEach(tool, t) {
@@ -225,9 +219,9 @@ static bool chat_tools(const cJSON *body, cJSON **tools, param_error *e) {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(tool, "type");
         if (!cJSON_IsObject(tool) || (type && !(cJSON_IsString(type) && !strcmp(type->valuestring, "function"))))
-            return fail(e, param, "a tool must be an object of type function");
+            return reject_field(e, param, "a tool must be an object of type function");
         if (!cJSON_IsObject(fn) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(fn, "name")))
-            return fail(e, param, "a tool needs a function with a string name");
+            return reject_field(e, param, "a tool needs a function with a string name");
     }
     if (cJSON_GetArraySize(t) > 0) *tools = cJSON_Duplicate(t, true);
     return true;
@@ -243,17 +237,17 @@ static bool chat_tool_choice(const cJSON *body, const cJSON *tools, tool_mode *m
         if (!strcmp(c->valuestring, "auto")) *mode = TOOLS_AUTO;
         else if (!strcmp(c->valuestring, "none")) *mode = TOOLS_NONE;
         else if (!strcmp(c->valuestring, "required")) *mode = TOOLS_REQUIRED;
-        else return fail(e, "tool_choice", "must be auto, none, required or a named function");
+        else return reject_field(e, "tool_choice", "must be auto, none, required or a named function");
     } else {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(fn, "name");
         if (!cJSON_IsObject(c) || !cJSON_IsString(n))
-            return fail(e, "tool_choice", "a named tool choice is {\"type\": \"function\", \"function\": {\"name\": ...}}");
+            return reject_field(e, "tool_choice", "a named tool choice is {\"type\": \"function\", \"function\": {\"name\": ...}}");
         *mode = TOOLS_NAMED;
         *name = n->valuestring;
     }
     if (*mode == TOOLS_REQUIRED || *mode == TOOLS_NAMED) {
-        if (!tools) return fail(e, "tool_choice", "needs tools");
+        if (!tools) return reject_field(e, "tool_choice", "needs tools");
         if (*mode == TOOLS_NAMED) {
             bool found = false;
             const cJSON *t;
@@ -261,7 +255,7 @@ static bool chat_tool_choice(const cJSON *body, const cJSON *tools, tool_mode *m
                 const cJSON *tn = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"), "name");
                 if (cJSON_IsString(tn) && !strcmp(tn->valuestring, *name)) found = true;
             }
-            if (!found) return fail(e, "tool_choice", "names a function that is not among the tools");
+            if (!found) return reject_field(e, "tool_choice", "names a function that is not among the tools");
         }
     }
     return true;
@@ -272,11 +266,11 @@ static bool append_ids(server *srv, const char *text, int flags, int32_t **ids, 
     int32_t *more = NULL;
     size_t n_more = 0;
     inf_error err = {0};
-    if (inf_tokenize(srv->tok, text, strlen(text), flags, &more, &n_more, &err)) return fail(e, "messages", err.msg);
+    if (inf_tokenize(srv->tok, text, strlen(text), flags, &more, &n_more, &err)) return reject_field(e, "messages", err.msg);
     int32_t *all = realloc(*ids, (*n + n_more + 1) * sizeof *all);
     if (!all) {
         free(more);
-        return fail(e, "messages", "out of memory");
+        return reject_field(e, "messages", "out of memory");
     }
     memcpy(all + *n, more, n_more * sizeof *more);
     *ids = all;
@@ -301,7 +295,7 @@ bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, to
         if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant")) {
             cJSON_Delete(messages);
             cJSON_Delete(tools);
-            return fail(e, "continue_final_message", "needs a last assistant message");
+            return reject_field(e, "continue_final_message", "needs a last assistant message");
         }
         if (mode != TOOLS_NONE) mode = TOOLS_AUTO;
     }
@@ -313,7 +307,7 @@ bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, to
     cJSON_AddBoolToObject(req, "enable_thinking", thinking);
     char *json = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
-    if (!json) return fail(e, "messages", "out of memory");
+    if (!json) return reject_field(e, "messages", "out of memory");
     /* request text never becomes control tokens; the template's markup does */
     char *text = NULL;
     size_t len = 0, n_ids = 0;
@@ -322,7 +316,7 @@ bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, to
     inf_status st = inf_chat_template_render_ids(srv->tmpl, srv->tok, json, strlen(json), &text, &len, &ids, &n_ids,
                                                  &err);
     free(json);
-    if (st) return fail(e, "messages", err.msg);
+    if (st) return reject_field(e, "messages", err.msg);
 
     size_t answer_at = len; /* where the answer begins in text */
     bool ok = true;
@@ -335,13 +329,13 @@ bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, to
         size_t cut_ids = n_ids;
         while (cut_ids > 0 && ids[cut_ids - 1] != im_end) cut_ids--;
         if (!turn || im_end < 0 || cut_ids == 0) {
-            ok = fail(e, "continue_final_message", "the chat template does not end the last message with <|im_end|>");
+            ok = reject_field(e, "continue_final_message", "the chat template does not end the last message with <|im_end|>");
         } else {
             n_ids = cut_ids - 1;
             len = (size_t)(end_text - text);
             answer_at = (size_t)(turn - text) + strlen("<|im_start|>assistant\n");
             g->forced_prefix = strndup(text + answer_at, len - answer_at);
-            if (!g->forced_prefix) ok = fail(e, "messages", "out of memory");
+            if (!g->forced_prefix) ok = reject_field(e, "messages", "out of memory");
         }
     }
     g->starts_in_reasoning = qwen3_prompt_opens_reasoning(text, answer_at);
@@ -362,7 +356,7 @@ bool chat_prompt(generation *g, cJSON *messages, cJSON *tools, bool thinking, to
             sb_append(&forced, call.data ? call.data : "", call.len);
             sb_free(&call);
         }
-        if (forced.failed) ok = fail(e, "messages", "out of memory");
+        if (forced.failed) ok = reject_field(e, "messages", "out of memory");
         free(g->forced_prefix);
         g->forced_prefix = forced.data;
     }
@@ -566,12 +560,12 @@ bool request_thinking(const cJSON *body, bool *thinking, param_error *e) {
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(body, "chat_template_kwargs");
     const cJSON *v = NULL;
     if (kw && !cJSON_IsNull(kw)) {
-        if (!cJSON_IsObject(kw)) return fail(e, "chat_template_kwargs", "must be an object");
+        if (!cJSON_IsObject(kw)) return reject_field(e, "chat_template_kwargs", "must be an object");
         v = cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking");
     }
     if (!v) v = cJSON_GetObjectItemCaseSensitive(body, "enable_thinking");
     if (!v || cJSON_IsNull(v)) return true;
-    if (!cJSON_IsBool(v)) return fail(e, "chat_template_kwargs.enable_thinking", "must be true or false");
+    if (!cJSON_IsBool(v)) return reject_field(e, "chat_template_kwargs.enable_thinking", "must be true or false");
     *thinking = cJSON_IsTrue(v);
     return true;
 }
@@ -682,7 +676,7 @@ int api_chat_completions(http_exchange *ex, const cJSON *body) {
 
 /* logprobs for completions: tokens, token_logprobs, top_logprobs (objects
  * of token text to logprob), text_offset. */
-static void completion_logprob(generation *g, gen_choice *c, const job_event *ev, size_t offset, cJSON **tokens,
+static void completion_logprob(generation *g, const job_event *ev, size_t offset, cJSON **tokens,
                                cJSON **token_lps, cJSON **tops, cJSON **offsets) {
     char *t = token_text(g->srv, ev->token, NULL, NULL);
     *tokens = cJSON_CreateArray();
@@ -700,7 +694,6 @@ static void completion_logprob(generation *g, gen_choice *c, const job_event *ev
     }
     cJSON_AddItemToArray(*tops, top);
     cJSON_AddItemToArray(*offsets, cJSON_CreateNumber((double)offset));
-    (void)c;
 }
 
 static void append_all(cJSON *to, cJSON *from) {
@@ -750,7 +743,7 @@ static void completion_token(generation *g, gen_choice *c, const job_event *ev) 
         c->text_chars = utf8_chars(echo, strlen(echo));
     }
     cJSON *parts[4] = {0};
-    if (g->logprobs) completion_logprob(g, c, ev, c->text_chars, &parts[0], &parts[1], &parts[2], &parts[3]);
+    if (g->logprobs) completion_logprob(g, ev, c->text_chars, &parts[0], &parts[1], &parts[2], &parts[3]);
     c->text_chars += utf8_chars(ev->text, ev->text_len);
     if (g->stream) {
         completion_chunk(g, c, ev->text, ev->text_len, g->logprobs ? parts : NULL, NULL);
@@ -811,16 +804,16 @@ static const gen_api completion_api = {completion_token, completion_done, comple
 static bool prompt_item(server *srv, const cJSON *item, int32_t **ids, size_t *n, const char *param, param_error *e) {
     if (cJSON_IsString(item))
         return tokenize_text(srv, item->valuestring, strlen(item->valuestring), true, ids, n, e, param);
-    if (!cJSON_IsArray(item)) return fail(e, param, "must be a string or an array of token ids");
+    if (!cJSON_IsArray(item)) return reject_field(e, param, "must be a string or an array of token ids");
     int count = cJSON_GetArraySize(item);
     *ids = malloc(((size_t)count + 1) * sizeof **ids);
-    if (!*ids) return fail(e, param, "out of memory");
+    if (!*ids) return reject_field(e, param, "out of memory");
     *n = 0;
     const cJSON *t;
     cJSON_ArrayForEach(t, item) {
         if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
             t->valuedouble >= srv->n_vocab)
-            return fail(e, param, "token ids must be integers of the model's vocabulary");
+            return reject_field(e, param, "token ids must be integers of the model's vocabulary");
         (*ids)[(*n)++] = (int32_t)t->valuedouble;
     }
     return true;

@@ -29,7 +29,7 @@ void gen_sse(generation *g, const char *event, cJSON *json) {
     free(text);
 }
 
-static int finish_metric(const generation *g, const gen_choice *c) {
+static int finish_metric(const gen_choice *c) {
     if (c->out && qwen3_output_n_tool_calls(c->out) > 0) return FINISH_METRIC_TOOL_CALLS;
     switch (c->finish) {
     case INF_FINISH_STOP: return FINISH_METRIC_STOP;
@@ -37,7 +37,6 @@ static int finish_metric(const generation *g, const gen_choice *c) {
     case INF_FINISH_CONTEXT: return FINISH_METRIC_LENGTH;
     case INF_FINISH_CANCELLED: return FINISH_METRIC_CANCELLED;
     }
-    (void)g;
     return FINISH_METRIC_ERROR;
 }
 
@@ -52,7 +51,9 @@ static void handle(generation *g, job_event *ev) {
         c->stop_index = ev->stop_index;
         c->n_generated = ev->n_generated;
         c->done = true;
-        if (ev->index % (g->n_choices / g->n_prompts) == 0) g->n_cached += ev->n_cached;
+        /* a prompt's tokens count once, with its first completion */
+        const bool first_of_prompt = ev->index % (g->n_choices / g->n_prompts) == 0;
+        if (first_of_prompt) g->n_cached += ev->n_cached;
         g->n_generated += ev->n_generated;
         g->api->done(g, c, ev);
         if (g->ttft_ms == 0) {
@@ -61,8 +62,7 @@ static void handle(generation *g, job_event *ev) {
         }
         double ttft = ev->n_generated > 0 ? (ev->queue_ms + ev->prefill_ms) / 1e3 : -1;
         double tpot = ev->n_generated > 1 ? ev->decode_ms / 1e3 / (ev->n_generated - 1) : -1;
-        bool first_of_prompt = ev->index % (g->n_choices / g->n_prompts) == 0;
-        metrics_request_done(g->srv, finish_metric(g, c), first_of_prompt ? ev->n_prompt : 0, ev->n_generated,
+        metrics_request_done(g->srv, finish_metric(c), first_of_prompt ? ev->n_prompt : 0, ev->n_generated,
                              first_of_prompt ? ev->n_cached : 0, ttft, tpot, server_now_s() - g->t_submit_s);
     }
 }

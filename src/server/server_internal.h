@@ -194,6 +194,8 @@ typedef struct param_error {
 /* Fills e; returns false (for `return reject(...)`). */
 bool reject(param_error *e, int status, const char *param, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* A 400 naming param: "param: msg". Returns false. */
+bool reject_field(param_error *e, const char *param, const char *msg);
 /* Queues e as the reply. */
 int reply_rejected(http_exchange *ex, const param_error *e);
 

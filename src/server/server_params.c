@@ -131,6 +131,10 @@ bool reject(param_error *e, int status, const char *param, const char *code, con
     return false;
 }
 
+bool reject_field(param_error *e, const char *param, const char *msg) {
+    return reject(e, 400, param, NULL, "%s: %s", param, msg);
+}
+
 int reply_rejected(http_exchange *ex, const param_error *e) {
     int status = e->status ? e->status : 400;
     return http_reply_error(ex, status, e->param[0] ? e->param : NULL,
