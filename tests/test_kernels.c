@@ -8,11 +8,13 @@
  * exp; "cond" of a dot product is Σ|w_i·x_i|, what its rounding error
  * scales with):
  *   ISA "ref"                 bit-identical to ref.c for every op
- *   matmul Q8_0, n >= 8 (gemm, avx2, avx512, avx512+amx)   bit-identical
+ *   matmul Q8_0               bit-identical on every ISA, matvec and gemm,
+ *                             so a row's bits do not depend on the batch
  *   matmul Q2_K..Q6_K, IQ4_XS (avx2, avx512, avx512+amx)    bit-identical
  *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (avx512, +amx)   bit-identical (gemm)
  *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
- *                             (f32 lanes of partial sums instead of a double)
+ *                             (f32 lanes of partial sums instead of a double);
+ *                             a decode row's bits do not depend on the batch
  *   rmsnorm                   4·2^-24 relative (the double sum of exact
  *                             squares in another order; usually identical)
  *   rope, hadamard, add, kv_store   bit-identical
@@ -28,6 +30,7 @@
 #include "harness.h"
 
 #include "backend/cpu.h"
+#include "backend/kernels.h"
 #include "core/dtype.h"
 #include "core/quant.h"
 
@@ -125,13 +128,13 @@ static void run_all_threads(const isa_ops *s, run_fn fn, void *ctx, float *out, 
 typedef struct matmul_case {
     inf_weight w;
     const float *x;
-    int n;
+    int n, n_decode;
     void *scratch;
 } matmul_case;
 
 static void run_matmul(const inf_ops *ops, void *ctx, float *out) {
     matmul_case *c = ctx;
-    ops->matmul(ops, &c->w, c->x, c->n, 0, out, c->scratch);
+    ops->matmul(ops, &c->w, c->x, c->n, c->n_decode, out, c->scratch);
 }
 
 /* A random f16 of magnitude in [lo, hi), of either sign when `signed_`. */
@@ -224,14 +227,12 @@ static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int
     REF->matmul(REF, &c.w, x, n, 0, want, c.scratch);
     run_all_threads(s, run_matmul, &c, got, n_out);
 
-    const bool gemm_exact = s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX;
     const bool kquant_exact = (s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) &&
                               inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == 256;
     /* the 32-block types' prompt rows run on the gemm at any count (cpu.c use_gemm) */
     const bool gemm32_exact = (s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) && inf_dtype_is_quant(type) &&
                               inf_dtype_block_elems(type) == 32;
-    const bool exact = s->isa == INF_ISA_REF || (gemm_exact && type == INF_DTYPE_Q8_0 && n >= 8) || kquant_exact ||
-                       gemm32_exact;
+    const bool exact = s->isa == INF_ISA_REF || type == INF_DTYPE_Q8_0 || kquant_exact || gemm32_exact;
     int reported = 0;
     for (int t = 0; t < n; t++)
         for (int64_t r = 0; r < rows; r++) {
@@ -286,6 +287,12 @@ static void test_matmul(const isa_ops *s) {
             for (size_t ci = 0; ci < 2; ci++) test_matmul_case(s, INF_DTYPE_Q8_0, tile_rows[ri], tile_q8_cols[ci], tile_ns[ni]);
             for (size_t ci = 0; ci < 3; ci++) test_matmul_case(s, INF_DTYPE_BF16, tile_rows[ri], tile_bf16_cols[ci], tile_ns[ni]);
         }
+    /* Q8_0 bit-identical at every token count around the matvec/gemm
+     * threshold (8), on ragged rows and widths of 1, 2, 3 and 33 blocks. */
+    static const int64_t exact_q8_cols[] = {32, 64, 96, 1056};
+    for (size_t ri = 0; ri < 3; ri++)
+        for (size_t ci = 0; ci < 4; ci++)
+            for (int n = 1; n <= 16; n++) test_matmul_case(s, INF_DTYPE_Q8_0, tile_rows[ri], exact_q8_cols[ci], n);
     printf("%s matmul: worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
 }
 
@@ -406,6 +413,66 @@ static void test_matmul_rows_kind(const isa_ops *s) {
         TEST_CHECK(bad == 0, "%d rows changed with their company", bad);
         free(deq), free((void *)w.data), free(x), free(scratch);
         free(as_prompt), free(as_decode), free(got), free(got2);
+    }
+}
+
+/* The ISA's matvec kernel called directly, for token counts the op sends
+ * to the gemm today (cpu.c may pass the matvec up to ~16 decode rows) and
+ * for row ranges cut anywhere (matmul_group cuts at weight boundaries):
+ * Q8_0 bit-identical to ref.c; F32/F16/BF16 each token's row the same
+ * bits as that token alone. */
+static void test_matvec_kernel(const isa_ops *s) {
+    const inf_kernels *k = inf_isa_kernels(s->isa);
+    if (!k || !k->matvec) return;
+    static const inf_dtype types[] = {INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_BF16, INF_DTYPE_Q8_0};
+    static const int64_t rows_list[] = {1, 17, 130};
+    static const int64_t q8_cols[] = {32, 64, 96, 1056}, f_cols[] = {1, 33, 100};
+    enum { MAX_N = 20 };
+    for (size_t ti = 0; ti < 4; ti++) {
+        const inf_dtype type = types[ti];
+        const bool q8 = type == INF_DTYPE_Q8_0;
+        for (size_t ri = 0; ri < 3; ri++)
+            for (size_t ci = 0; ci < (q8 ? 4u : 3u); ci++) {
+                const int64_t rows = rows_list[ri], cols = q8 ? q8_cols[ci] : f_cols[ci];
+                char label[160];
+                begin(label, sizeof label, s, "matvec kernel %s rows=%lld cols=%lld n=1..%d", inf_dtype_name(type),
+                      (long long)rows, (long long)cols, MAX_N);
+                float *deq = malloc((size_t)(rows * cols) * sizeof(float));
+                inf_weight w = {.name = "w", .type = type, .rows = rows, .cols = cols};
+                w.data = make_weight(type, rows, cols, &w.row_bytes, deq);
+                float *x = malloc((size_t)MAX_N * (size_t)cols * sizeof(float));
+                fill_uniform(x, (size_t)MAX_N * (size_t)cols, -2.0f, 2.0f);
+                const size_t stride = k->act_row_bytes(type, cols);
+                char *act_rows = alloc_bytes((size_t)MAX_N * stride);
+                for (int t = 0; t < MAX_N; t++)
+                    k->act_prepare(type, x + (size_t)t * (size_t)cols, cols, act_rows + (size_t)t * stride);
+                const size_t n_out = (size_t)MAX_N * (size_t)rows;
+                float *want = alloc_out(n_out), *got = alloc_out(n_out);
+                void *scratch = alloc_bytes((size_t)MAX_N * (size_t)cols * sizeof(float));
+                if (q8) REF->matmul(REF, &w, x, MAX_N, MAX_N, want, scratch);
+                else
+                    for (int t = 0; t < MAX_N; t++) {
+                        const inf_act one = {.data = act_rows + (size_t)t * stride, .stride = stride, .n = 1};
+                        k->matvec(&w, &one, 0, rows, want + (size_t)t * (size_t)rows, (size_t)rows);
+                    }
+                bool ok = true;
+                for (int n = 1; n <= MAX_N && ok; n++) {
+                    const inf_act a = {.data = act_rows, .stride = stride, .n = n};
+                    /* the whole range, then three ranges cut at rows 5 and 21 */
+                    for (int split = 0; split < 2 && ok; split++) {
+                        for (size_t i = 0; i < n_out + GUARD; i++) got[i] = SENTINEL;
+                        int64_t cuts[4] = {0, 0, 0, rows};
+                        if (split) cuts[1] = rows < 5 ? rows : 5, cuts[2] = rows < 21 ? rows : 21;
+                        for (int i = 0; i < 3; i++)
+                            if (cuts[i] < cuts[i + 1]) k->matvec(&w, &a, cuts[i], cuts[i + 1], got, (size_t)rows);
+                        const size_t n_got = (size_t)n * (size_t)rows;
+                        ok = TEST_CHECK(got[n_got] == SENTINEL, "n=%d: wrote past its tokens' outputs", n) &&
+                             TEST_CHECK(memcmp(got, want, n_got * sizeof(float)) == 0, "n=%d%s: rows differ from %s", n,
+                                        split ? " (split)" : "", q8 ? "ref" : "each token alone");
+                    }
+                }
+                free(deq), free((void *)w.data), free(x), free(act_rows), free(want), free(got), free(scratch);
+            }
     }
 }
 
@@ -1030,6 +1097,7 @@ int main(void) {
         if (TEST_CHECK(ok, "create %s backend: %s", inf_isa_name(s.isa), err.msg)) {
             test_matmul(&s);
             test_matmul_quant(&s);
+            test_matvec_kernel(&s);
             test_matmul_group(&s);
             test_matmul_rows_kind(&s);
             test_elementwise(&s);

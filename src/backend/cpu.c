@@ -105,7 +105,7 @@ static bool cpu_has_amx(void) {
 }
 #endif
 
-static const inf_kernels *isa_kernels(inf_isa isa) {
+const inf_kernels *inf_isa_kernels(inf_isa isa) {
     switch (isa) {
     case INF_ISA_AVX2: return inf_kernels_avx2();
     case INF_ISA_AVX512: return inf_kernels_avx512();
@@ -117,7 +117,7 @@ static const inf_kernels *isa_kernels(inf_isa isa) {
 
 bool inf_isa_supported(inf_isa isa) {
     if (isa == INF_ISA_REF) return true;
-    if ((unsigned)isa >= INF_ISA_COUNT || !isa_kernels(isa)) return false;
+    if ((unsigned)isa >= INF_ISA_COUNT || !inf_isa_kernels(isa)) return false;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     unsigned a1, b1, c1, d1; /* F16C from cpuid leaf 1, ECX bit 29: clang 14's __builtin_cpu_supports lacks "f16c" */
@@ -768,7 +768,7 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
     cpu_backend *c = calloc(1, sizeof *c);
     if (!c) return inf_errorf(err, INF_ERR_NOMEM, "out of memory for the CPU backend");
     c->ref = inf_ops_ref();
-    c->k = isa_kernels(isa);
+    c->k = inf_isa_kernels(isa);
     c->n_threads = n_threads;
     c->pool = inf_pool_new(n_threads);
     c->tmp = calloc((size_t)n_threads, sizeof *c->tmp);

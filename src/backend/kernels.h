@@ -15,18 +15,18 @@
  * the same operations however many tokens the call holds and wherever
  * the token falls in a tile (the tile's token count is a compile-time
  * variant of the same sums, or a hardware tile whose rows are
- * independent). The matvec and the gemm sum in different orders, so a row
- * may differ between the two by rounding (~1e-6 relative): cpu.c runs
- * decode rows on the matvec and prefill rows on the gemm whatever their
- * count (ops.h, matmul: batch invariance), except where the two agree
- * (matvec_exact_q8_0; no ISA sets it today: the Q8_0 matvecs scale lanes
- * of partial dots, the gemms keep ref.c's order).
+ * independent). The matvec and the gemm sum F32/F16/BF16 (and the
+ * 32-block types) in different orders, so such a row may differ between
+ * the two by rounding (~1e-6 relative): cpu.c runs their decode rows on
+ * the matvec and prefill rows on the gemm whatever their count (ops.h,
+ * matmul: batch invariance). Q8_0 and the super-block types are ref.c's
+ * bits in every kernel (matvec_exact_q8_0, gemm_takes), so any kernel may
+ * take any of their rows.
  *
  * Numerics against ref.c (the budgets tests/test_kernels.c enforces):
  *   - matmul Q8_0: activations quantized exactly as inf_quantize_row_q8_0,
- *     integer block dots exact; gemm applies the scales and sums the blocks
- *     in ref's order (bit-identical); matvec scales lanes of partial dots
- *     and sums them in another order.
+ *     integer block dots exact; matvec and gemm apply the scales and sum
+ *     the blocks in ref's order, rounding as ref does (bit-identical).
  *   - matmul of the GGUF block types (core/quant.h): activations rounded
  *     as ref.c rounds them. Q2_K..Q6_K and IQ4_XS: exact super-block
  *     integer sums scaled and summed in ref.c's order, bit-identical on
@@ -53,6 +53,7 @@
 #ifndef INF_BACKEND_KERNELS_H
 #define INF_BACKEND_KERNELS_H
 
+#include "backend/cpu.h"
 #include "backend/ops.h"
 #include "core/dtype.h"
 
@@ -72,8 +73,9 @@ typedef struct inf_kernels {
     size_t (*act_row_bytes)(inf_dtype type, int64_t cols);
     /* x[cols] f32 -> row, rounded for weights of `type`. */
     void (*act_prepare)(inf_dtype type, const float *x, int64_t cols, void *row);
-    /* Weight rows [r0, r1) streamed once for all a->n tokens:
-     * y[t * y_stride + r]. For few tokens (decode). */
+    /* Weight rows [r0, r1) streamed once for all a->n tokens (any n >= 1;
+     * any r0, so that a split may cut anywhere): y[t * y_stride + r]. For
+     * few tokens (decode). */
     void (*matvec)(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
                    size_t y_stride);
     /* Tokens [t0, t1) of x[n][cols] prepared for gemm into buf (t0 a
@@ -91,7 +93,8 @@ typedef struct inf_kernels {
     int gemm_min_tokens; /* tokens from which gemm beats matvec (when either may run) */
     /* The Q8_0 matvec's rows are bit-identical to the gemm's (and ref.c's):
      * an exact integer dot per block, block sums added in order. Then decode
-     * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul). */
+     * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul).
+     * Set by every table; test_kernels checks the bits. */
     bool matvec_exact_q8_0;
     /* The GGUF block types (Q4_0 ... IQ4_XS, core/quant.h) this ISA's matvec
      * takes; NULL: none. For those, act_row_bytes / act_prepare give
@@ -163,5 +166,8 @@ const inf_kernels *inf_kernels_avx512(void);
 const inf_kernels *inf_kernels_avx512_amx(void);
 /* dotprod: the CPU has the ARMv8.2 dot product (SDOT). */
 const inf_kernels *inf_kernels_neon(bool dotprod);
+/* The table the CPU backend runs for isa on this CPU (cpu.c; NULL for
+ * "ref" and for ISAs this build lacks), for tests that call kernels directly. */
+const inf_kernels *inf_isa_kernels(inf_isa isa);
 
 #endif /* INF_BACKEND_KERNELS_H */

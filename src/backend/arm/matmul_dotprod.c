@@ -3,13 +3,13 @@
  * product (SDOT: four int8 products summed into each int32 lane, exact),
  * built with -march=armv8.2-a+dotprod and called only where the CPU
  * reports it (cpu.c). The loop is q8_matvec_neon.h's, shared with
- * matmul_neon.c; only which products share a lane differs. The other
- * dtypes go to inf_neon_matvec.
+ * matmul_neon.c (bit-identical to ref.c either way: only which products
+ * share a lane of a block's exact dot differs). The other dtypes go to
+ * inf_neon_matvec.
  */
 #include "backend/arm/arm_kernels.h"
 
 #include "backend/arm/q8_matvec_neon.h"
-#include "core/common.h"
 
 #include <arm_neon.h>
 
@@ -24,6 +24,5 @@ void inf_dotprod_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64
         inf_neon_matvec(w, a, r0, r1, y, y_stride);
         return;
     }
-    for (int t0 = 0; t0 < a->n; t0 += Q8_MV_TOKENS)
-        q8_matvec_with(q8_dot_sdot, w, a, t0, INF_MIN(Q8_MV_TOKENS, a->n - t0), r0, r1, y, y_stride);
+    q8_matvec_with(q8_dot_sdot, w, a, r0, r1, y, y_stride);
 }

@@ -7,8 +7,8 @@
  * Q8_0: activations quantized exactly as inf_quantize_row_q8_0. Without
  * SDOT the block dot is widening multiplies: SMULL gives exact int16
  * products (|w x| <= 128 * 128), SADALP adds their pairs into int32 lanes.
- * Each block's 4 integer lanes are scaled by d_w * d_x and accumulated in
- * f32 (the loop of q8_matvec_neon.h, which matmul_dotprod.c shares).
+ * The loop is q8_matvec_neon.h's (shared with matmul_dotprod.c): 4 rows in
+ * lanes, bit-identical to ref.c.
  * BF16 and F16: both operands widened to f32 (exact: FCVTL is base
  * ARMv8; bf16 is a shift), FMA. Summation order differs from ref.c (f32
  * lanes instead of a double): see kernels.h.
@@ -106,9 +106,9 @@ static void f_matvec(const inf_weight *w, const inf_act *a, int t0, int nt, int6
 }
 
 void inf_neon_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
-    for (int t0 = 0; t0 < a->n; t0 += MV_TOKENS) {
-        const int nt = INF_MIN(MV_TOKENS, a->n - t0);
-        if (w->type == INF_DTYPE_Q8_0) q8_matvec_with(q8_dot, w, a, t0, nt, r0, r1, y, y_stride);
-        else f_matvec(w, a, t0, nt, r0, r1, y, y_stride);
+    if (w->type == INF_DTYPE_Q8_0) {
+        q8_matvec_with(q8_dot, w, a, r0, r1, y, y_stride);
+        return;
     }
+    for (int t0 = 0; t0 < a->n; t0 += MV_TOKENS) f_matvec(w, a, t0, INF_MIN(MV_TOKENS, a->n - t0), r0, r1, y, y_stride);
 }

@@ -4,8 +4,10 @@
  *
  * Activations are rounded once per matmul exactly as ref.c rounds them.
  * Then:
- *   - matvec (decode, few tokens; act_prepare rows) streams each weight row
- *     once and dots it with up to MV_TOKENS activation rows, lanes running
+ *   - matvec (decode, few tokens; act_prepare rows) streams the weights
+ *     once for up to a pass of tokens. Q8_0: 16 rows side by side, lane =
+ *     row, an exact integer dot per (row, block) and the blocks summed in
+ *     order (q8_group); F32/F16/BF16: one row at a time, lanes running
  *     along the row, two accumulators per token;
  *   - gemm (prefill; gemm_prepare tiles: GEMM_TOKENS tokens laid out
  *     k-major) packs a panel of up to INF_X86_GEMM_ROWS weight rows into
@@ -19,10 +21,10 @@
  * Σ (w + 128) x = Σ w x + 128 Σ x, and the accumulator starts at -128 Σ x
  * (precomputed per activation block), which leaves the exact Σ w x.
  *
- * Numerics (see kernels.h): the Q8_0 gemm is bit-identical to ref.c (exact
- * integer block dots, then sum += (float)dot * (d_w * d_x) block by block);
- * the Q8_0 matvec scales lanes of partial dots and sums them in another
- * order; F32/F16/BF16 sum exact products in f32 lanes.
+ * Numerics (see kernels.h): the Q8_0 matvec and gemm are bit-identical to
+ * ref.c (exact integer block dots, then sum += (float)dot * (d_w * d_x)
+ * block by block, each product and sum rounded: -std=c11 keeps GCC from
+ * contracting them into FMAs); F32/F16/BF16 sum exact products in f32 lanes.
  */
 #include "backend/x86/x86_kernels.h"
 
@@ -34,11 +36,10 @@
 #include <string.h>
 
 enum {
-    MV_TOKENS = 4,   /* activation rows per pass of matvec */
-    /* Q8_0 matvec: weight bytes read ahead into L2 by software prefetch.
-     * The hardware prefetchers alone kept one thread at ~20 GB/s of weights
-     * from DRAM against ~29 GB/s of plain reads; 8 KiB ahead gives 27-29. */
-    Q8_PREFETCH_BYTES = 8192,
+    MV_TOKENS = 4,    /* F32/F16/BF16: activation rows per pass of matvec */
+    Q8_MV_TOKENS = 8, /* Q8_0: activation rows per pass of matvec */
+    /* Q8_0 matvec: blocks of all 16 rows read ahead into L2 (8.5 KiB) */
+    Q8_PREFETCH_BLOCKS = 16,
     GEMM_TOKENS = 8, /* tokens of the gemm register tile */
     GROUP = 16,      /* weight rows per packed group: one vector of lanes */
     QK = INF_Q8_0_BLOCK,
@@ -48,35 +49,31 @@ enum {
 
 /* Q8_0 activation row (matvec), per block b of nb:
  *   q     [nb][32]  int8 quants (inf_quantize_row_q8_0)
- *   negc  [nb][8]   int32 -128 * (sum of each 4 consecutive quants): VNNI bias
- *   dxv   [nb][8]   f32 the block scale (its f16 value), 8 copies: two
- *                   blocks' make the scale vector of a block pair
- *   dx    [nb]      f32 the block scale */
+ *   bias  [nb][4]   int32: lane k is -128 * (the sum of quads k and k + 4,
+ *                   a quad being 4 consecutive quants), the VNNI bias of
+ *                   one 128-bit quarter of q8_group's accumulators
+ *   dx    [nb]      f32 the block scale (its f16 value) */
 typedef struct q8_act {
     const int8_t *q;
-    const int32_t *negc;
-    const float *dxv;
+    const int32_t *bias;
     const float *dx;
 } q8_act;
 
 static q8_act q8_act_at(const void *row, int64_t nb) {
     const char *p = row;
-    return (q8_act){.q = (const int8_t *)p,
-                    .negc = (const int32_t *)(p + nb * 32),
-                    .dxv = (const float *)(p + nb * 64),
-                    .dx = (const float *)(p + nb * 96)};
+    return (q8_act){.q = (const int8_t *)p, .bias = (const int32_t *)(p + nb * 32), .dx = (const float *)(p + nb * 48)};
 }
 
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 static int64_t pairs_of(int64_t cols) { return (cols + 1) / 2; }
 
-/* Q8_0 rows are 64-byte multiples (100 bytes per 32 columns rounded up
+/* Q8_0 rows are 64-byte multiples (52 bytes per 32 columns rounded up
  * stays within 128); BF16 rows hold whole pairs (an odd last column gets a
  * zero partner); F16 rows hold the f16-rounded values as f32. */
 size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols) {
     switch (type) {
-    case INF_DTYPE_Q8_0: return round64((size_t)(cols / QK) * 100);
+    case INF_DTYPE_Q8_0: return round64((size_t)(cols / QK) * 52);
     case INF_DTYPE_BF16: return (size_t)pairs_of(cols) * 4;
     case INF_DTYPE_F16:
     case INF_DTYPE_F32: return (size_t)cols * 4;
@@ -118,14 +115,15 @@ static void q8_prepare(const float *x, int64_t cols, void *row) {
     const int64_t nb = cols / QK;
     char *p = row;
     int8_t *q = (int8_t *)p;
-    int32_t *negc = (int32_t *)(p + nb * 32);
-    float *dxv = (float *)(p + nb * 64), *dx = (float *)(p + nb * 96);
+    int32_t *bias = (int32_t *)(p + nb * 32);
+    float *dx = (float *)(p + nb * 48);
     for (int64_t b = 0; b < nb; b++) {
         __m256i qv;
         dx[b] = q8_quantize_block(x + b * QK, &qv);
         _mm256_storeu_si256((__m256i *)(q + b * QK), qv);
-        _mm256_storeu_si256((__m256i *)(negc + b * 8), q8_bias(qv));
-        _mm256_storeu_ps(dxv + b * 8, _mm256_set1_ps(dx[b]));
+        const __m256i quads = q8_bias(qv); /* lane k: quad k's */
+        _mm_storeu_si128((__m128i *)(bias + b * 4),
+                         _mm_add_epi32(_mm256_castsi256_si128(quads), _mm256_extracti128_si256(quads, 1)));
     }
 }
 
@@ -176,70 +174,112 @@ static __mmask16 tail_mask(int64_t n) { return (__mmask16)((1u << n) - 1); }
 
 #define INLINE static inline __attribute__((always_inline))
 
-/* Q8_0, blocks b and b + 1 in one vector (lanes 0-7 block b, 8-15 block
- * b + 1): each lane's partial integer dot is scaled by d_w * d_x and added
- * to acc[t]. (Measured on Zen 5 with the row in cache: ~40 GB/s of weights
- * per core, as fast as one block per 256-bit vector, and faster than
- * forming the scales 16 blocks at a time from a gather.) */
-INLINE void q8_pair(const inf_block_q8_0 *wr, int64_t b, const q8_act *xa, const int NT, __m512 *acc) {
-    const __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)wr[b].q)),
-                                          _mm256_loadu_si256((const __m256i *)wr[b + 1].q), 1);
-    const __m512i wu = _mm512_xor_si512(wq, _mm512_set1_epi8((char)0x80));
-    const __m256i dh = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)wr[b].d)),
-                                               _mm_set1_epi16((short)wr[b + 1].d), 1);
-    const __m512 dw = _mm512_cvtph_ps(dh);
-    _Pragma("GCC unroll 4")
-    for (int t = 0; t < NT; t++) {
-        const __m512i d = _mm512_dpbusd_epi32(_mm512_loadu_si512(xa[t].negc + b * 8), wu, _mm512_loadu_si512(xa[t].q + b * QK));
-        const __m512 s = _mm512_mul_ps(dw, _mm512_loadu_ps(xa[t].dxv + b * 8));
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc[t]);
-    }
+/* The 32 quants of two weight blocks: a in the low half, b in the high. */
+INLINE __m512i load_2x256(const void *a, const void *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(a)), _mm256_loadu_si256(b), 1);
 }
 
-/* The matvec kernels take the token count NT as a compile-time constant
- * and keep two accumulators per token (alternate pairs of blocks, or of
- * vectors), all indexed by constants so that they stay in registers. */
-INLINE void q8_matvec_nt(const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0, int64_t r1,
-                         float *y, size_t y_stride) {
-    const int64_t nb = w->cols / QK;
-    q8_act xa[MV_TOKENS];
-    _Pragma("GCC unroll 4")
-    for (int t = 0; t < NT; t++) xa[t] = q8_act_at((const char *)a->data + (size_t)(t0 + t) * a->stride, nb);
-    for (int64_t r = r0; r < r1; r++) {
-        const inf_block_q8_0 *wr = (const inf_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
-        __m512 acc0[MV_TOKENS], acc1[MV_TOKENS];
+/* Q8_0 matvec: 16 weight rows x NT tokens, lane i of every vector being
+ * row i of the group (row i at base + off[i]; a tail group repeats its last
+ * row and stores only the lanes of `rows`). Per block b:
+ *   - the 16 rows' quants in 8 vectors, flipped to unsigned (w ^ 0x80):
+ *     wq[2j] holds quads 0-3 of rows j, j + 4, j + 8, j + 12 (one row per
+ *     128-bit quarter), wq[2j + 1] quads 4-7 of the same rows;
+ *   - per token, acc[j] = bias + wq[2j] · x03 + wq[2j + 1] · x47 (VPDPBUSD,
+ *     x03 and x47 the token's quads 0-3 and 4-7 in every quarter): quarter
+ *     Q of acc[j] holds row j + 4Q's dot in 4 lanes, exactly;
+ *   - two rounds of unpack-and-add within the quarters sum those 4 lanes:
+ *     lane j + 4Q of `dot` is row j + 4Q's exact integer dot of block b;
+ *   - sum += (float)dot * (d_w * d_x): ref.c's expression, block after
+ *     block, in the row's lane.
+ * Forming the 8 weight vectors costs 8 quarter shuffles per block, shared by
+ * the tokens; each token's reduction then takes 6 shuffles (reducing 8
+ * vectors of two rows each would take 14).
+ * Each block also prefetches into L2 the line of block b +
+ * Q8_PREFETCH_BLOCKS of every row (past the last block, of the next
+ * group's rows, at `next`). Measured on a 2-core Xeon (Qwen3-0.6B Q8_0
+ * decode, 2 threads, ~46 tok/s): the hardware prefetchers alone give ~32;
+ * 8 or 32 blocks ahead 3-4% less than 16; the next group prefetched in
+ * address order instead, 17 lines per block over the first half of the
+ * blocks, 10% less. */
+INLINE void q8_group(const char *base, const int32_t off[GROUP], const char *next, int64_t nb, const q8_act *xa,
+                     const int NT, float *y, size_t y_stride, __mmask16 rows) {
+    const __m512i offs = _mm512_loadu_si512(off), flip = _mm512_set1_epi8((char)0x80);
+    __m512 sum[Q8_MV_TOKENS];
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const char *blk = base + b * (int64_t)sizeof(inf_block_q8_0);
+        /* the line holding the end of block b + Q8_PREFETCH_BLOCKS of each
+         * row, past the last block into the next group's rows */
+        const int64_t bp = b + Q8_PREFETCH_BLOCKS;
+        const char *ahead = (bp < nb ? base + bp * (int64_t)sizeof(inf_block_q8_0)
+                                     : next + (bp - nb) * (int64_t)sizeof(inf_block_q8_0)) + sizeof(inf_block_q8_0) - 1;
+        _Pragma("GCC unroll 16")
+        for (int i = 0; i < GROUP; i++) _mm_prefetch(ahead + off[i], _MM_HINT_T1);
+        __m512i wq[8];
         _Pragma("GCC unroll 4")
-        for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = _mm512_setzero_ps();
-        int64_t b = 0;
-        for (; b + 4 <= nb; b += 4) {
-            const char *ahead = (const char *)(wr + b) + Q8_PREFETCH_BYTES;
-            _mm_prefetch(ahead, _MM_HINT_T1);
-            _mm_prefetch(ahead + 64, _MM_HINT_T1);
-            _mm_prefetch(ahead + 128, _MM_HINT_T1);
-            q8_pair(wr, b, xa, NT, acc0);
-            q8_pair(wr, b + 2, xa, NT, acc1);
+        for (int j = 0; j < 4; j++) {
+            /* quarters: row j lo, hi, row j + 4 lo, hi; then rows j + 8, j + 12 */
+            const __m512i p = load_2x256(blk + off[j] + 2, blk + off[j + 4] + 2);
+            const __m512i q = load_2x256(blk + off[j + 8] + 2, blk + off[j + 12] + 2);
+            wq[2 * j] = _mm512_xor_si512(_mm512_shuffle_i32x4(p, q, 0x88), flip);
+            wq[2 * j + 1] = _mm512_xor_si512(_mm512_shuffle_i32x4(p, q, 0xdd), flip);
         }
-        if (b + 2 <= nb) {
-            q8_pair(wr, b, xa, NT, acc0);
-            b += 2;
-        }
-        _Pragma("GCC unroll 4")
+        /* the 16 scales: 32 bits gathered at each row's block start, low half kept */
+        const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(offs, blk, 1)));
+        _Pragma("GCC unroll 8")
         for (int t = 0; t < NT; t++) {
-            float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
-            if (b < nb) { /* odd block count: the last block alone */
-                const __m256i wu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)wr[b].q), _mm256_set1_epi8((char)0x80));
-                const __m256i d = _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(xa[t].negc + b * 8)), wu,
-                                                      _mm256_loadu_si256((const __m256i *)(xa[t].q + b * QK)));
-                const __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(inf_f16_to_f32(wr[b].d) * xa[t].dx[b]));
-                __m128 h = _mm_add_ps(_mm256_castps256_ps128(p), _mm256_extractf128_ps(p, 1));
-                h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-                h = _mm_add_ss(h, _mm_movehdup_ps(h));
-                sum += _mm_cvtss_f32(h);
+            const __m512i x03 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(xa[t].q + b * QK)));
+            const __m512i x47 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(xa[t].q + b * QK + 16)));
+            const __m512i bias = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(xa[t].bias + b * 4)));
+            __m512i acc[4];
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < 4; j++)
+                acc[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(bias, wq[2 * j], x03), wq[2 * j + 1], x47);
+            const __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[0], acc[1]), _mm512_unpackhi_epi32(acc[0], acc[1]));
+            const __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(acc[2], acc[3]), _mm512_unpackhi_epi32(acc[2], acc[3]));
+            const __m512i dot = _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
+            const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(xa[t].dx[b]));
+            sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(_mm512_cvtepi32_ps(dot), s));
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)t * y_stride, rows, sum[t]);
+}
+
+/* Rows [r0, r1) in groups of 16, each group against all the tokens, a pass
+ * of up to Q8_MV_TOKENS at a time (a later pass finds the group's weights
+ * in cache). Row offsets within a group are int32: 15 rows of any real
+ * model's Q8_0 width are far below 2 GiB. */
+static void q8_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
+    const int64_t nb = w->cols / QK;
+    q8_act xa[Q8_MV_TOKENS];
+    for (int64_t r = r0; r < r1; r += GROUP) {
+        const int nr = (int)INF_MIN(GROUP, r1 - r);
+        int32_t off[GROUP];
+        for (int i = 0; i < GROUP; i++) off[i] = (int32_t)((size_t)INF_MIN(i, nr - 1) * w->row_bytes);
+        const char *base = (const char *)w->data + (size_t)r * w->row_bytes;
+        const char *next = base + GROUP * w->row_bytes;
+        const __mmask16 rows = tail_mask(nr);
+        for (int t0 = 0; t0 < a->n; t0 += Q8_MV_TOKENS) {
+            const int nt = INF_MIN(Q8_MV_TOKENS, a->n - t0);
+            for (int t = 0; t < nt; t++) xa[t] = q8_act_at((const char *)a->data + (size_t)(t0 + t) * a->stride, nb);
+            float *yt = y + (size_t)t0 * y_stride + (size_t)r;
+            switch (nt) {
+            case 1: q8_group(base, off, next, nb, xa, 1, yt, y_stride, rows); break;
+            case 2: q8_group(base, off, next, nb, xa, 2, yt, y_stride, rows); break;
+            case 3: q8_group(base, off, next, nb, xa, 3, yt, y_stride, rows); break;
+            case 4: q8_group(base, off, next, nb, xa, 4, yt, y_stride, rows); break;
+            case 5: q8_group(base, off, next, nb, xa, 5, yt, y_stride, rows); break;
+            case 6: q8_group(base, off, next, nb, xa, 6, yt, y_stride, rows); break;
+            case 7: q8_group(base, off, next, nb, xa, 7, yt, y_stride, rows); break;
+            default: q8_group(base, off, next, nb, xa, 8, yt, y_stride, rows); break;
             }
-            y[(size_t)(t0 + t) * y_stride + (size_t)r] = sum;
         }
     }
 }
+_Static_assert(Q8_MV_TOKENS == 8, "q8_matvec spells out token counts 1..8");
 
 /* BF16: VDPBF16PS over 32 weights per vector; vectors alternate between
  * the two accumulators (the last one or two masked). */
@@ -329,31 +369,26 @@ INLINE void f_matvec_nt(const inf_weight *w, const inf_act *a, int t0, const int
 _Static_assert(MV_TOKENS == 4, "the switches below spell out token counts 1..4");
 
 void inf_avx512_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
+    if (w->type == INF_DTYPE_Q8_0) {
+        q8_matvec(w, a, r0, r1, y, y_stride);
+        return;
+    }
+    if (inf_dtype_is_quant(w->type)) { /* the block types, all tokens at once (quant_avx512.c) */
+        inf_avx512_matvec_quant(w, a, r0, r1, y, y_stride);
+        return;
+    }
     for (int t0 = 0; t0 < a->n; t0 += MV_TOKENS) {
         const int nt = INF_MIN(MV_TOKENS, a->n - t0);
-        switch (w->type) {
-        case INF_DTYPE_Q8_0:
-            if (nt == 1) q8_matvec_nt(w, a, t0, 1, r0, r1, y, y_stride);
-            else if (nt == 2) q8_matvec_nt(w, a, t0, 2, r0, r1, y, y_stride);
-            else if (nt == 3) q8_matvec_nt(w, a, t0, 3, r0, r1, y, y_stride);
-            else q8_matvec_nt(w, a, t0, 4, r0, r1, y, y_stride);
-            break;
-        case INF_DTYPE_BF16:
+        if (w->type == INF_DTYPE_BF16) {
             if (nt == 1) bf16_matvec_nt(w, a, t0, 1, r0, r1, y, y_stride);
             else if (nt == 2) bf16_matvec_nt(w, a, t0, 2, r0, r1, y, y_stride);
             else if (nt == 3) bf16_matvec_nt(w, a, t0, 3, r0, r1, y, y_stride);
             else bf16_matvec_nt(w, a, t0, 4, r0, r1, y, y_stride);
-            break;
-        case INF_DTYPE_F16:
-        case INF_DTYPE_F32:
+        } else { /* F16, F32 */
             if (nt == 1) f_matvec_nt(w, a, t0, 1, r0, r1, y, y_stride);
             else if (nt == 2) f_matvec_nt(w, a, t0, 2, r0, r1, y, y_stride);
             else if (nt == 3) f_matvec_nt(w, a, t0, 3, r0, r1, y, y_stride);
             else f_matvec_nt(w, a, t0, 4, r0, r1, y, y_stride);
-            break;
-        default: /* the block types, all tokens at once */
-            inf_avx512_matvec_quant(w, a, r0, r1, y, y_stride);
-            return;
         }
     }
 }
