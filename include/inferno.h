@@ -452,7 +452,7 @@ typedef struct inf_engine inf_engine;
 
 typedef struct inf_engine_options {
     int n_ctx;            /* longest sequence (prompt + generated); 0 = the load options' n_ctx */
-    int kv_pool_tokens;   /* KV pool size in tokens; 0: kv_pool_mib, else max_seqs * n_ctx */
+    int kv_pool_tokens;   /* KV pool size in tokens; 0: kv_pool_mib, else room for max_seqs * n_ctx */
     size_t kv_pool_mib;   /* KV pool size in MiB (K and V together), when kv_pool_tokens is 0 */
     int block_size;       /* tokens per KV block; 0 = 64 */
     int max_seqs;         /* most sequences running at once; 0 = 16 */

@@ -528,14 +528,22 @@ static int bench_parallel(bench_ctx *b, int n_streams) {
         bool busy = true;
         while (!rc && !all_started(st, n_streams))
             if (inf_engine_step(e, &busy, &err)) rc = -1;
+        /* tok/s counts the tokens the timed steps made, which is N per
+         * step only when all N sequences run in every step */
+        int made = 0;
+        for (int i = 0; i < n_streams; i++) made -= st[i].tokens;
         const double t0 = now_s();
         for (int k = 0; k < steps && !rc; k++)
             if (inf_engine_step(e, &busy, &err)) rc = -1;
         const double dt = now_s() - t0;
+        for (int i = 0; i < n_streams; i++) made += st[i].tokens;
+        if (!rc && made != n_streams * steps)
+            fprintf(stderr, "bench: parallel %d: %d tokens in %d steps, not %d: not all sequences ran in every step\n",
+                    n_streams, made, steps, n_streams * steps);
         for (int i = 0; i < n_streams; i++) inf_engine_cancel(e, ids[i]);
         if (!rc) rc = drain(e, &err);
         seconds[r] = dt;
-        tok_s[r] = dt > 0 ? (double)n_streams * steps / dt : 0;
+        tok_s[r] = dt > 0 ? made / dt : 0;
     }
     progress(b, name, -1);
     free(st), free(prompt), free(ids);

@@ -41,6 +41,7 @@ static const char *usage =
     "  --no-mmap              read the weights into memory instead of mapping the file\n"
     "  --quantize q8_0        convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --quiet                no per-request log lines\n"
+    "  --trace                print calls and time per op at shutdown (slows the server)\n"
     "\n"
     "Exit codes: 0 after a clean shutdown, 1 when the model or the address fails, 2 for bad flags.\n";
 
@@ -88,6 +89,7 @@ int cmd_serve(int argc, char **argv) {
         if (!strcmp(f, "--strict-model")) { o.strict_model = true; continue; }
         if (!strcmp(f, "--no-mmap")) { o.no_mmap = true; continue; }
         if (!strcmp(f, "--quiet")) { o.quiet = true; continue; }
+        if (!strcmp(f, "--trace")) { o.trace = true; continue; }
         if (!(v = cli_flag_value("serve", argc, argv, &i))) goto out;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) o.model_path = v;
         else if (!strcmp(f, "--quantize")) {

@@ -178,8 +178,9 @@ inf_status inf_engine_new(inf_model *m, const inf_engine_options *opt, inf_engin
         const double per_token = 2.0 * (double)qwen3_kv_bytes(m, bs, 1) / bs;
         pool_tokens = (int64_t)((double)o.kv_pool_mib * 1048576.0 / per_token);
     }
-    if (!pool_tokens) pool_tokens = (int64_t)max_seqs * n_ctx;
-    const int64_t n_blocks = (pool_tokens + bs - 1) / bs;
+    /* by default max_seqs requests of n_ctx tokens fit at once, each in whole blocks */
+    const int64_t n_blocks =
+        pool_tokens ? (pool_tokens + bs - 1) / bs : (int64_t)max_seqs * (((int64_t)n_ctx + bs - 1) / bs);
     if (n_blocks < 1 || n_blocks > (1 << 24))
         return inf_errorf(err, INF_ERR_INVALID, "a KV pool of %lld blocks is outside 1..%d", (long long)n_blocks, 1 << 24);
 

@@ -45,6 +45,7 @@ typedef struct server_options {
     bool quantize;            /* --quantize TYPE */
     inf_dtype quantize_type;
     bool quiet;               /* --quiet: no per-request log lines */
+    bool trace;               /* --trace: per-op calls and times on stderr at shutdown */
 } server_options;
 
 void server_options_default(server_options *opt);

@@ -429,6 +429,7 @@ static void *loader_main(void *arg) {
     inf_load_options_default(&lo);
     lo.n_threads = o->n_threads;
     lo.use_mmap = !o->no_mmap;
+    lo.trace = o->trace;
     lo.kv_type = o->kv_type;
     lo.quantize = o->quantize;
     lo.quantize_type = o->quantize_type;
@@ -599,6 +600,7 @@ int server_run(const server_options *opt) {
         pthread_join(ld.engine_thread, NULL);
     }
     rc = load_failed ? 1 : 0;
+    if (opt->trace && srv->model) inf_model_print_trace(srv->model, stderr);
 out:
     if (srv->daemon) MHD_stop_daemon(srv->daemon);
     inf_engine_free(srv->engine);
