@@ -7,6 +7,7 @@
 #   make TSAN=1           ThreadSanitizer build (in build-tsan/)
 #   make kernel-tests     the backend alone and its tests (no cJSON etc.)
 #   make build/attn_bench decode attention, contiguous vs paged KV (bench/attn_bench.c)
+#   make build/gguf_to_hf a synthetic GGUF as a Hugging Face directory (scripts/synth-hf.sh)
 #   make CC=aarch64-linux-gnu-gcc BUILD=build-arm64 kernel-tests
 #                         an arm64 cross build (scripts/check-arm64.sh)
 #   make CC=clang BUILD=build-clang tests
@@ -175,6 +176,10 @@ fuzz-targets: $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
 # Decode attention on contiguous and paged KV caches (not a test).
 $(BUILD)/attn_bench: bench/attn_bench.c $(BUILD)/libinferno-kernels.a
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno-kernels.a -lpthread -lm
+
+# A synthetic GGUF as a Hugging Face checkpoint directory (not a test; scripts/synth-hf.sh).
+$(BUILD)/gguf_to_hf: bench/gguf_to_hf.c $(BUILD)/libinferno.a
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
 
 kernel-tests: $(KERNEL_TESTS:%=$(BUILD)/kernel-tests/%)
 

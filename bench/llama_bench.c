@@ -35,13 +35,15 @@
  *       tok/s is the aggregate N*n / time of the n steps.
  *   llama_bench logits -m M (-p TEXT | -f FILE | --tokens IDS) [--top 20]
  *                      [--all-pos] [--dump FILE.f32] [--gen N] [-t T]
- *                      [--kv-type f32|f16] [--fa off|on|auto]
+ *                      [--kv-type f32|f16] [--fa off|on|auto] [--pos0 P]
  *       One JSON object in the layout of the golden files (tests/data/golden): prompt
  *       ids and pieces, top-K logits at every position (--all-pos) and at
  *       the last one with mean / std / logsumexp of all logits, all final
  *       logits as raw float32 (--dump), and a greedy continuation with
  *       per-step margins (--gen). Defaults: f32 KV cache, flash attention
  *       off (llama.cpp's most exact setting), the prompt in one batch.
+ *       --pos0 P puts the prompt at positions P, P+1, ... of an empty
+ *       cache (RoPE far out in a long context; "pos" fields stay indices).
  *
  * llama.cpp's own log goes to stderr (warnings and errors; all with -v).
  * Exit codes: 0 ok, 1 runtime error, 2 usage error.
@@ -77,7 +79,7 @@ static const char *usage_text =
     "                          [--load-mode none|mmap|auto] [--kv-type f16|f32] [--fa on|off|auto]\n"
     "                          [-b N_BATCH] [-ub N_UBATCH] [--poll 50] [--no-warmup] [-v]\n"
     "       llama_bench logits -m MODEL (-p TEXT | -f FILE | --tokens ID,ID,...) [--top 20]\n"
-    "                          [--all-pos] [--dump FILE.f32] [--gen N] [-t T]\n"
+    "                          [--all-pos] [--dump FILE.f32] [--gen N] [-t T] [--pos0 P]\n"
     "                          [--kv-type f32|f16] [--fa off|on|auto] [--load-mode auto] [-v]\n"
     "\n"
     "llama.cpp (prebuilt, " LLAMA_CPP_RELEASE ") measured through its C API.\n"
@@ -130,6 +132,7 @@ typedef struct options {
     /* logits */
     const char *text, *file, *ids, *dump;
     int top, gen;
+    int pos0; /* the prompt's first position (a window far out in the context) */
     bool all_pos;
 } options;
 
@@ -255,6 +258,9 @@ static int parse_options(int argc, char **argv, options *o, bool *help) {
         else if (logits && !strcmp(f, "--top")) {
             if (!parse_long(val, 1, 1000, &v)) return fail(EXIT_USAGE, "--top wants 1..1000, got '%s'", val);
             o->top = (int)v;
+        } else if (logits && !strcmp(f, "--pos0")) {
+            if (!parse_long(val, 0, 1 << 30, &v)) return fail(EXIT_USAGE, "--pos0 wants a position from 0, got '%s'", val);
+            o->pos0 = (int)v;
         } else if (logits && !strcmp(f, "--gen")) {
             if (!parse_long(val, 0, 1 << 16, &v)) return fail(EXIT_USAGE, "--gen wants a count from 0, got '%s'", val);
             o->gen = (int)v;
@@ -874,7 +880,7 @@ static int mode_logits(const options *o) {
     if (!rc) {
         for (int i = 0; i < n; i++) {
             batch.token[i] = prompt[i];
-            batch.pos[i] = i;
+            batch.pos[i] = o->pos0 + i;
             batch.n_seq_id[i] = 1;
             batch.seq_id[i][0] = 0;
             batch.logits[i] = (int8_t)(o->all_pos || i == n - 1);
@@ -900,6 +906,7 @@ static int mode_logits(const options *o) {
     double mean, std, lse;
     fputc('{', out);
     print_setup(out, &e, o, true);
+    if (o->pos0) fprintf(out, ",\n \"pos0\": %d", o->pos0);
     fprintf(out, ",\n \"n_vocab\": %d, \"prompt_text\": ", e.n_vocab);
     if (text) json_cstring(out, text);
     else fputs("null", out);

@@ -98,6 +98,18 @@ bool inf_kv_type_from_name(const char *name, inf_kv_type *out);
 /* Bytes of n consecutive cache elements (n a multiple of 32 for Q8_0). */
 size_t inf_kv_type_bytes(inf_kv_type type, size_t n);
 
+/* RoPE scaling, as llama.cpp's rope.scaling.type names it. */
+typedef enum inf_rope_scaling {
+    INF_ROPE_SCALING_NONE = 0,
+    INF_ROPE_SCALING_LINEAR, /* every angle divided by the factor */
+    INF_ROPE_SCALING_YARN,   /* YaRN: fast pairs kept, slow ones divided, a ramp between; cos/sin scaled */
+} inf_rope_scaling;
+
+/* "none", "linear", "yarn". */
+const char *inf_rope_scaling_name(inf_rope_scaling s);
+/* Parses a name as above; false when unknown. */
+bool inf_rope_scaling_from_name(const char *name, inf_rope_scaling *out);
+
 typedef struct inf_load_options {
     int n_threads;       /* 0 = number of physical cores */
     bool use_mmap;       /* true: map the file; false: read into anonymous memory */
@@ -112,6 +124,14 @@ typedef struct inf_load_options {
      * already quantized are copied into anonymous memory too. */
     bool quantize;
     inf_dtype quantize_type;
+    /* RoPE scaling over the file's, as llama.cpp's --rope-scaling,
+     * --rope-scale and --yarn-orig-ctx: rope_scaling_set false keeps the
+     * file's kind; rope_scale 0 keeps its factor; yarn_orig_ctx 0 keeps its
+     * rope.scaling.original_context_length (else context_length). */
+    bool rope_scaling_set;
+    inf_rope_scaling rope_scaling;
+    float rope_scale;
+    int yarn_orig_ctx;
     /* Called from the loading thread with the fraction done (0..1), first
      * with 0 and last with 1 on success; NULL for none. */
     void (*progress)(double fraction, void *user);
@@ -142,7 +162,12 @@ typedef struct inf_model_info {
     int head_dim;    /* attention.key_length */
     int n_vocab;     /* rows of token_embd */
     int n_ctx_train; /* context_length */
+    int n_ctx_max;   /* the longest context accepted: n_ctx_train, or more with RoPE scaling */
     float rope_freq_base;
+    inf_rope_scaling rope_scaling; /* in use (the file's unless overridden) */
+    float rope_scale;              /* its factor; 1 when none */
+    int rope_orig_ctx;             /* the context the scaling stretches (YaRN's original_context_length) */
+    float rope_attn_factor;        /* the cos/sin scale RoPE applies (YaRN's mscale); 1 when none */
     float rms_norm_eps;
     bool tied_output;     /* output head shares token_embd */
     inf_dtype weight_type; /* type of most matrix weights */
@@ -186,6 +211,12 @@ int inf_session_n_past(const inf_session *session); /* tokens in the KV cache */
 int inf_session_n_ctx(const inf_session *session);
 /* Forgets all but the first n_past cached tokens (0 clears the sequence). */
 inf_status inf_session_truncate(inf_session *session, int n_past, inf_error *err);
+/* Places the session's tokens at RoPE positions offset, offset + 1, ...
+ * with nothing before them, as a llama.cpp batch whose positions start at
+ * offset (a window far out in a long context without computing what
+ * precedes it: only RoPE sees positions; attention sees the cached tokens).
+ * Only on an empty session; 0 by default. */
+inf_status inf_session_set_rope_offset(inf_session *session, int offset, inf_error *err);
 
 typedef enum inf_logits_mode {
     INF_LOGITS_NONE = 0, /* logits not wanted */
@@ -585,6 +616,12 @@ typedef struct inf_synth_options {
     int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim;
     int n_ctx_train;
     float rope_freq_base, rms_norm_eps;
+    /* RoPE scaling keys written as llama.cpp's converter writes a config's
+     * rope_scaling: none (default) writes none; linear the type and
+     * factor; yarn also original_context_length (rope_orig_ctx). */
+    inf_rope_scaling rope_scaling;
+    float rope_scale;
+    int rope_orig_ctx;
     inf_dtype weight_type; /* matrices; norms stay f32 as llama.cpp's converter writes them */
     bool tied_output;
     uint64_t seed;
@@ -596,6 +633,13 @@ typedef struct inf_synth_options {
 
 /* Qwen3-0.6B geometry, Q8_0, tied, seed 1, full vocabulary. */
 void inf_synth_options_default(inf_synth_options *opt);
+
+/* Sets the shape of a released Qwen3 dense model, from its config.json:
+ * layers, hidden, FFN, heads, KV heads, head_dim 128, context 40960, rope
+ * base 1e6, eps 1e-6, tied output (0.6b, 1.7b, 4b) or not (8b, 14b, 32b);
+ * the vocabulary stays as set (0: the full 151936 rows). name is "0.6b",
+ * "1.7b", "4b", "8b", "14b" or "32b"; false (opt unchanged) otherwise. */
+bool inf_synth_geometry(inf_synth_options *opt, const char *name);
 
 /* Writes a Qwen3 GGUF with random weights, laid out as llama.cpp's converter
  * lays out Qwen3. Writes to a temporary file and renames it into place, so

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates the llama.cpp goldens of tests/data/golden (see its README)
-# from the tiny-a and tiny-b GGUFs there, with llama.cpp's prebuilt CPU build
+# from the tiny-a, tiny-b and tiny-y (YaRN) GGUFs there, with llama.cpp's prebuilt CPU build
 # and our harness (scripts/install-llama.sh, bench/llama_bench.c), 2 threads:
 #   M.pN.json        f32 KV cache, flash attention off, top-20 at every
 #                    position and at the last, 32 greedy tokens with margins
@@ -44,7 +44,7 @@ printf '%s' 'def fib(n):
 
 print(fib(30))  # 832040, café naïve 東京' >"$OUT/prompts/p3"
 
-for model in tiny-a-f32 tiny-a-f16 tiny-a-bf16 tiny-a-q8_0 tiny-b-f32; do
+for model in tiny-a-f32 tiny-a-f16 tiny-a-bf16 tiny-a-q8_0 tiny-b-f32 tiny-y-f32; do
     gguf="$GOLDEN/$model.gguf"
     for p in p1 p2 p3; do
         base="$model.$p"
@@ -57,6 +57,18 @@ for model in tiny-a-f32 tiny-a-f16 tiny-a-bf16 tiny-a-q8_0 tiny-b-f32; do
                 --gen 32 --kv-type q8_0 --fa on 2>/dev/null >"$OUT/$base.kvq8_0.json" ;;
         esac
     done
+done
+
+# tiny-y (YaRN keys) also far out in its 131072-token window: the prompt at
+# positions 100000.. and 131000.. of an empty cache (--pos0), as llama.cpp
+# places a batch there.
+for far in "p1 100000" "p3 131000"; do
+    set -- $far
+    base="tiny-y-f32.$1-far"
+    "$LLAMA" logits -m "$GOLDEN/tiny-y-f32.gguf" -f "$OUT/prompts/$1" -t 2 --top 20 --gen 32 --pos0 "$2" \
+        --kv-type f32 --fa off --all-pos --dump "$OUT/$base.final.f32" >"$OUT/$base.json"
+    "$LLAMA" logits -m "$GOLDEN/tiny-y-f32.gguf" -f "$OUT/prompts/$1" -t 2 --top 20 --gen 32 --pos0 "$2" \
+        --kv-type f16 --fa auto >"$OUT/$base.kvf16.json"
 done
 
 # Compare: raw logits byte for byte; JSON text with the timings blanked.

@@ -25,6 +25,12 @@
  * likely reason the longest prompt (p3) shows such a flip on the scalar
  * path too (3.9e-4; 2e-6 before the rotation).
  *
+ * tiny-y (F32, head_dim 64, qwen3.rope.scaling YaRN factor 4 over 32768,
+ * scripts/gen-golden.sh): the three prompts from position 0, and p1 and p3
+ * placed at positions 100000 and 131000 (llama.cpp's batch positions; ours
+ * through inf_session_set_rope_offset, session path only), as exact as
+ * F32: YaRN changes every pair's angle and the cos/sin scale.
+ *
  * Every case runs twice: through a session (the prompt in one call with
  * every position's logits, then one decode step per greedy token) and
  * through the engine (inf_engine: the prompt and its greedy continuation
@@ -60,12 +66,16 @@ typedef struct budget {
     bool quantized;    /* a GGUF block type file: compared with f32 KV only (tiny-a covers f16 KV) */
 } budget;
 
+/* tiny-y also has the prompts placed far out (pN-far: YaRN's long window). */
+static bool has_far_prompts(const budget *b) { return !strcmp(b->model, "tiny-y-f32"); }
+
 static const budget budgets[] = {
     {"tiny-a-f32", 1e-4, false, false},
     {"tiny-a-f16", 0, false, false},
     {"tiny-a-bf16", 0, false, false},
     {"tiny-a-q8_0", 0, false, false},
     {"tiny-b-f32", 1e-4, true, false},
+    {"tiny-y-f32", 1e-4, false, false},
     /* llama.cpp's quantizer's files (scripts/gen-quant-golden.sh), budgeted
      * as Q8_0: the same integer dots and block scales as llama.cpp, so most
      * positions land within ~2e-6; where a last-bit difference upstream
@@ -161,10 +171,11 @@ typedef struct produced {
 } produced;
 
 /* The session: the prompt in one call, then one decode step per token. */
-static bool produce_session(inf_model *m, const int32_t *ids, int n, int n_vocab, produced *out) {
+static bool produce_session(inf_model *m, const int32_t *ids, int n, int n_vocab, int pos0, produced *out) {
     inf_session *s = NULL;
     inf_error err = {0};
     bool ok = TEST_CHECK(inf_session_new(m, 256, &s, &err) == INF_OK, "session: %s", err.msg) &&
+              TEST_CHECK(inf_session_set_rope_offset(s, pos0, &err) == INF_OK, "offset: %s", err.msg) &&
               TEST_CHECK(inf_session_eval(s, ids, n, INF_LOGITS_ALL, out->logits, &err) == INF_OK, "eval: %s", err.msg);
     if (ok) memcpy(out->gen_logits, out->logits + (size_t)(n - 1) * (size_t)n_vocab, (size_t)n_vocab * sizeof(float));
     for (int step = 0; ok && step < out->n_gen; step++) {
@@ -345,7 +356,10 @@ static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type, e
     got.logits = malloc((size_t)n * (size_t)n_vocab * sizeof(float));
     got.gen = malloc((size_t)got.n_gen * sizeof *got.gen);
     got.gen_logits = malloc((size_t)got.n_gen * (size_t)n_vocab * sizeof(float));
-    if (!(path == PATH_ENGINE ? produce_engine : produce_session)(m, ids, n, n_vocab, &got)) goto done;
+    const cJSON *pos0 = cJSON_GetObjectItem(want, "pos0");
+    if (!(path == PATH_ENGINE ? produce_engine(m, ids, n, n_vocab, &got)
+                              : produce_session(m, ids, n, n_vocab, pos0 ? pos0->valueint : 0, &got)))
+        goto done;
     float *final = got.logits + (size_t)(n - 1) * (size_t)n_vocab;
     double worst_all = 0, worst_pos = 0;
     for (int i = 0; i < n_vocab; i++) worst_all = fmax(worst_all, fabs((double)final[i] - dump[i]));
@@ -378,14 +392,17 @@ done:
 }
 
 int main(void) {
-    static const char *prompts[] = {"p1", "p2", "p3"};
+    static const char *prompts[] = {"p1", "p2", "p3", "p1-far", "p3-far"};
     static const inf_kv_type kv_types[] = {INF_KV_F32, INF_KV_F16, INF_KV_Q8_0};
     for (int path = PATH_SESSION; path <= PATH_ENGINE; path++)
         for (size_t k = 0; k < 3; k++)
-            for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++)
-                for (size_t p = 0; p < 3 && (kv_types[k] != INF_KV_Q8_0 || budgets[b].kv_q8_0) &&
+            for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++) {
+                /* the far prompts need the session's RoPE offset */
+                const size_t n_prompts = has_far_prompts(&budgets[b]) && path == PATH_SESSION ? 5 : 3;
+                for (size_t p = 0; p < n_prompts && (kv_types[k] != INF_KV_Q8_0 || budgets[b].kv_q8_0) &&
                                    (kv_types[k] != INF_KV_F16 || !budgets[b].quantized);
                      p++)
                     run_case(&budgets[b], prompts[p], kv_types[k], (eval_path)path);
+            }
     return test_summary();
 }

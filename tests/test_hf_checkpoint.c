@@ -681,6 +681,29 @@ static void test_tokenizer_files(void) {
         free(a);
         free(b);
     }
+    /* with Qwen3's YaRN rope_scaling: the file synth writes with those keys */
+    char yarn_gguf[512];
+    snprintf(yarn_gguf, sizeof yarn_gguf, "%s/full-yarn.gguf", tmpdir);
+    inf_synth_options oy = o;
+    oy.rope_scaling = INF_ROPE_SCALING_YARN, oy.rope_scale = 4.0f, oy.rope_orig_ctx = 32768;
+    if (synth(&oy, yarn_gguf) &&
+        TEST_CHECK(file_replace(path_in(dir, "config.json"), "\"rope_scaling\": null",
+                                "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                                "\"original_max_position_embeddings\": 32768}"),
+                   "config.json with rope_scaling") &&
+        TEST_CHECK(inf_convert_checkpoint(dir, conv, &co, &err) == INF_OK, "convert yarn: %s", err.msg)) {
+        size_t na = 0, nb = 0;
+        char *a = test_read_file(conv, &na), *b = test_read_file(yarn_gguf, &nb);
+        TEST_CHECK(a && b && na == nb && !memcmp(a, b, na), "converted yarn file equals synth's (%zu vs %zu bytes)",
+                   na, nb);
+        free(a);
+        free(b);
+    }
+    TEST_CHECK(file_replace(path_in(dir, "config.json"),
+                            "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                            "\"original_max_position_embeddings\": 32768}",
+                            "\"rope_scaling\": null"),
+               "config.json back");
 
     TEST_CHECK(write_text(path_in(dir, "generation_config.json"),
                               "{\"bos_token_id\": 151643, \"do_sample\": true, \"eos_token_id\": [151645, 151643],\n"
@@ -1045,9 +1068,18 @@ static void test_bad_dirs(void) {
          "config.json", "\"head_dim\" must be an integer from 1 to 1024"},
         {"rms_norm_eps a string", "config.json", "\"rms_norm_eps\": ", "\"rms_norm_eps\": \"x\", \"z\": ", NULL,
          INF_ERR_FORMAT, "config.json", "\"rms_norm_eps\""},
-        {"YaRN rope scaling", "config.json", "\"rope_scaling\": null",
-         "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 32768}", NULL,
-         INF_ERR_UNSUPPORTED, "config.json", "\"rope_scaling\" of type 'yarn' is not supported"},
+        {"longrope rope scaling", "config.json", "\"rope_scaling\": null",
+         "\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4.0}", NULL, INF_ERR_UNSUPPORTED, "config.json",
+         "\"rope_scaling\".rope_type 'longrope' is not supported"},
+        {"dynamic rope scaling (type)", "config.json", "\"rope_scaling\": null",
+         "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}", NULL, INF_ERR_UNSUPPORTED, "config.json",
+         "\"rope_scaling\".type 'dynamic' is not supported"},
+        {"YaRN without its original context", "config.json", "\"rope_scaling\": null",
+         "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}", NULL, INF_ERR_FORMAT, "config.json",
+         "\"original_max_position_embeddings\" is missing"},
+        {"YaRN factor a string", "config.json", "\"rope_scaling\": null",
+         "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": \"4\"}", NULL, INF_ERR_FORMAT, "config.json",
+         "\"factor\" must be a number"},
         {"attention biases", "config.json", "\"attention_bias\": false", "\"attention_bias\": true", NULL,
          INF_ERR_UNSUPPORTED, "config.json", "attention_bias"},
         {"another activation", "config.json", "\"silu\"", "\"gelu\"", NULL, INF_ERR_UNSUPPORTED, "config.json",
@@ -1153,9 +1185,56 @@ static void test_bad_dirs(void) {
     }
 }
 
+/* config.json's rope_scaling {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings":
+ * 512} (Qwen3's long-context recipe, scaled down): the directory loads as a GGUF with the converter's
+ * qwen3.rope.scaling.{type, factor, original_context_length} and computes what that GGUF computes;
+ * transformers 5's rope_parameters and the older "type" spelling too (`convert`: test_golden_dirs). */
+static void test_rope_scaling_dir(void) {
+    test_begin("rope_scaling yarn");
+    inf_synth_options o;
+    tiny_options(&o, INF_DTYPE_F32, false);
+    o.rope_scaling = INF_ROPE_SCALING_YARN;
+    o.rope_scale = 4.0f;
+    o.rope_orig_ctx = 512;
+    char gpath[512], dir[512], conv[512];
+    snprintf(gpath, sizeof gpath, "%s/yarn.gguf", tmpdir);
+    snprintf(dir, sizeof dir, "%s/Qwen3-yarn", tmpdir);
+    snprintf(conv, sizeof conv, "%s/yarn-converted.gguf", tmpdir);
+    if (!synth(&o, gpath) || !make_f32_dir(gpath, dir, 1, -1, NULL)) return;
+    char cfg[600];
+    snprintf(cfg, sizeof cfg, "%s", path_in(dir, "config.json"));
+    static const char *const objects[] = {
+        "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 512}",
+        "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}, \"original_max_position_embeddings\": 512",
+        "\"rope_scaling\": null, \"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"yarn\", "
+        "\"factor\": 4.0, \"original_max_position_embeddings\": 512}",
+    };
+    const char *current = "\"rope_scaling\": null";
+    for (size_t k = 0; k < sizeof objects / sizeof *objects; k++) {
+        if (!TEST_CHECK(file_replace(cfg, current, objects[k]), "edit config.json")) break;
+        current = objects[k];
+        inf_model *m = NULL;
+        inf_error err = {0};
+        if (!TEST_CHECK(inf_model_load(dir, NULL, &m, &err) == INF_OK, "load %s: %s", dir, err.msg)) continue;
+        inf_model_info in;
+        inf_model_get_info(m, &in);
+        TEST_CHECK(in.rope_scaling == INF_ROPE_SCALING_YARN && in.rope_scale == 4.0f && in.rope_orig_ctx == 512 &&
+                       in.n_ctx_train == 1024 && in.n_ctx_max == 2048,
+                   "config %zu: rope %s x%g over %d, context %d / %d", k, inf_rope_scaling_name(in.rope_scaling),
+                   (double)in.rope_scale, in.rope_orig_ctx, in.n_ctx_train, in.n_ctx_max);
+        inf_session *s = NULL;
+        TEST_CHECK(inf_session_new(m, 2048, &s, &err) == INF_OK, "a 2048-token session: %s", err.msg);
+        TEST_CHECK(inf_session_new(m, 2049, &(inf_session *){NULL}, &err) == INF_ERR_INVALID, "2049 tokens refused");
+        inf_session_free(s);
+        inf_model_free(m);
+        if (k == 0) expect_same_logits("yarn directory vs its GGUF", dir, false, gpath, false, true);
+    }
+}
+
 int main(void) {
     tmpdir = test_tmpdir("hf");
     if (!tmpdir) return 1;
+    test_rope_scaling_dir();
     test_corrupt_safetensors();
     test_same_weights();
     test_golden_dirs();

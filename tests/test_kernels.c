@@ -534,6 +534,7 @@ typedef struct elem_case {
     int n_rows, dim;
     int n_tok, n_heads, head_dim, pos0;
     const int32_t *pos; /* rope: the tokens' positions; NULL: pos0, pos0 + 1, ... */
+    const inf_rope *rope; /* rope: the frequencies; NULL: unscaled, base 1e6 */
     size_t n;
 } elem_case;
 
@@ -544,15 +545,18 @@ static void run_rmsnorm(const inf_ops *ops, void *ctx, float *out) {
 
 static void run_rope(const inf_ops *ops, void *ctx, float *out) {
     elem_case *c = ctx;
+    inf_rope plain;
+    inf_rope_init(&plain, c->head_dim, 1e6f, INF_ROPE_SCALING_NONE, 0, 0, 1.0f);
+    const inf_rope *rope = c->rope ? c->rope : &plain;
     memcpy(out, c->x, c->n * sizeof(float));
     if (c->pos) {
-        ops->rope_neox(ops, out, c->n_tok, c->n_heads, c->head_dim, c->pos, 1e6f);
+        ops->rope_neox(ops, out, c->n_tok, c->n_heads, c->head_dim, c->pos, rope);
         return;
     }
     int32_t *pos = malloc((size_t)c->n_tok * sizeof *pos);
     if (!pos) abort();
     for (int t = 0; t < c->n_tok; t++) pos[t] = c->pos0 + t;
-    ops->rope_neox(ops, out, c->n_tok, c->n_heads, c->head_dim, pos, 1e6f);
+    ops->rope_neox(ops, out, c->n_tok, c->n_heads, c->head_dim, pos, rope);
     free(pos);
 }
 
@@ -653,6 +657,37 @@ static void test_elementwise(const isa_ops *s) {
             compare(got, want, n, 0, 0);
             free(x), free(want), free(got);
         }
+    /* YaRN and linear scaling (Qwen3's factor 4 over 32768, and a ragged
+     * one), near 0 and past 100k; each right after an unscaled call at the
+     * same positions, so a cached angle table must notice the frequencies */
+    static const struct { inf_rope_scaling kind; float factor; int orig, hd, n_tok, pos0; } scaled[] = {
+        {INF_ROPE_SCALING_YARN, 4.0f, 32768, 128, 5, 0},
+        {INF_ROPE_SCALING_YARN, 4.0f, 32768, 128, 9, 131063},
+        {INF_ROPE_SCALING_YARN, 2.5f, 100, 64, 17, 4000},
+        {INF_ROPE_SCALING_LINEAR, 3.0f, 0, 8, 3, 100001},
+    };
+    for (size_t k = 0; k < sizeof scaled / sizeof *scaled; k++) {
+        const int hd = scaled[k].hd, n_tok = scaled[k].n_tok, heads = 3;
+        begin(label, sizeof label, s, "rope %s x%g head_dim=%d n_tok=%d pos0=%d",
+              scaled[k].kind == INF_ROPE_SCALING_YARN ? "yarn" : "linear", scaled[k].factor, hd, n_tok,
+              scaled[k].pos0);
+        inf_rope rope;
+        inf_rope_init(&rope, hd, 1e6f, scaled[k].kind, scaled[k].factor, scaled[k].orig, 1.0f);
+        const size_t n = (size_t)n_tok * heads * hd;
+        float *x = malloc(n * sizeof(float));
+        fill_uniform(x, n, -2.0f, 2.0f);
+        elem_case plain = {.x = x, .n_tok = n_tok, .n_heads = heads, .head_dim = hd, .pos0 = scaled[k].pos0, .n = n};
+        elem_case c = plain;
+        c.rope = &rope;
+        float *want = alloc_out(n), *got = alloc_out(n);
+        run_rope(REF, &c, want);
+        run_rope(s->ops[0], &plain, got);
+        run_rope(s->ops[0], &c, got);
+        compare(got, want, n, 0, 0);
+        run_all_threads(s, run_rope, &c, got, n);
+        compare(got, want, n, 0, 0);
+        free(x), free(want), free(got);
+    }
 
     static const int hadamard_sizes[] = {1, 4, 8, 16, 64, 128};
     static const int hadamard_rows[] = {1, 7, 300, 1029};

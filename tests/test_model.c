@@ -73,6 +73,14 @@ static void check_bad_models(void) {
          {.set_keys = {{"qwen3.block_count", inf_synth_u32(4000000000u)}}, .n_set_keys = 1}, 0},
         {"architecture of wrong type", "general.architecture",
          {.set_keys = {{"general.architecture", inf_synth_u32(3)}}, .n_set_keys = 1}, 0},
+        {"unknown rope scaling", "qwen3.rope.scaling.type 'longrope' is not supported",
+         {.set_keys = {{"qwen3.rope.scaling.type", inf_synth_str("longrope")}}, .n_set_keys = 1}, 0},
+        {"rope scaling type of wrong type", "qwen3.rope.scaling.type",
+         {.set_keys = {{"qwen3.rope.scaling.type", inf_synth_u32(2)}}, .n_set_keys = 1}, 0},
+        {"negative rope factor", "qwen3.rope.scaling.factor",
+         {.set_keys = {{"qwen3.rope.scaling.factor", inf_synth_f32(-4)}}, .n_set_keys = 1}, 0},
+        {"zero original context", "qwen3.rope.scaling.original_context_length",
+         {.set_keys = {{"qwen3.rope.scaling.original_context_length", inf_synth_u32(0)}}, .n_set_keys = 1}, 0},
     };
     inf_synth_options o;
     tiny_options(&o);
@@ -114,6 +122,60 @@ static void check_bad_models(void) {
         TEST_CHECK(inf_model_load(path, &lo, &m, &err) == INF_ERR_INVALID && m == NULL, "KV type 7 loaded");
     }
     unlink(path);
+}
+
+/* RoPE scaling from the load options (llama.cpp's --rope-scaling yarn
+ * --rope-scale 4 --yarn-orig-ctx N) over an unscaled file computes what the
+ * file with those keys computes, bit for bit, and lets -c go past the
+ * trained context up to orig x factor; "none" over a YaRN file undoes it. */
+static void check_rope_overrides(void) {
+    test_begin("rope scaling overrides");
+    inf_synth_options o;
+    tiny_options(&o);
+    o.n_ctx_train = 256;
+    char plain[256], yarn[256];
+    snprintf(plain, sizeof plain, "%s/plain.gguf", tmpdir);
+    snprintf(yarn, sizeof yarn, "%s/yarn.gguf", tmpdir);
+    inf_error err = {0};
+    if (!TEST_CHECK(inf_synth_write(&o, plain, &err) == INF_OK, "synth: %s", err.msg)) return;
+    o.rope_scaling = INF_ROPE_SCALING_YARN, o.rope_scale = 4.0f, o.rope_orig_ctx = 192;
+    if (!TEST_CHECK(inf_synth_write(&o, yarn, &err) == INF_OK, "synth: %s", err.msg)) return;
+    inf_load_options lo;
+    inf_load_options_default(&lo);
+    lo.n_ctx = 768;
+    inf_model *m = NULL;
+    TEST_CHECK(inf_model_load(plain, &lo, &m, &err) == INF_ERR_INVALID && m == NULL &&
+                   strstr(err.msg, "exceeds the model's 256") && strstr(err.msg, "--rope-scaling"),
+               "768 tokens on an unscaled 256-token model: %s", err.msg);
+    static const int32_t ids[] = {1, 17, 300, 42, 7};
+    float logits[3][5 * 512];
+    const char *paths[3] = {plain, yarn, yarn};
+    for (int k = 0; k < 3; k++) {
+        inf_load_options_default(&lo);
+        lo.n_ctx = k < 2 ? 768 : 256;
+        if (k == 0) lo.rope_scaling_set = true, lo.rope_scaling = INF_ROPE_SCALING_YARN, lo.rope_scale = 4, lo.yarn_orig_ctx = 192;
+        if (k == 2) lo.rope_scaling_set = true, lo.rope_scaling = INF_ROPE_SCALING_NONE;
+        if (!TEST_CHECK(inf_model_load(paths[k], &lo, &m, &err) == INF_OK, "load %d: %s", k, err.msg)) return;
+        inf_model_info in;
+        inf_model_get_info(m, &in);
+        TEST_CHECK(in.n_vocab <= 512, "vocab %d", in.n_vocab);
+        if (k < 2)
+            TEST_CHECK(in.rope_scaling == INF_ROPE_SCALING_YARN && in.rope_scale == 4 && in.rope_orig_ctx == 192 &&
+                           in.n_ctx_max == 768 && fabsf(in.rope_attn_factor - (1 + 0.1f * logf(4))) < 1e-6f,
+                       "case %d: %s x%g over %d, up to %d, mscale %g", k, inf_rope_scaling_name(in.rope_scaling),
+                       (double)in.rope_scale, in.rope_orig_ctx, in.n_ctx_max, (double)in.rope_attn_factor);
+        else
+            TEST_CHECK(in.rope_scaling == INF_ROPE_SCALING_NONE && in.n_ctx_max == 256, "none over yarn");
+        inf_session *s = NULL;
+        if (TEST_CHECK(inf_session_new(m, 0, &s, &err) == INF_OK, "session: %s", err.msg))
+            TEST_CHECK(inf_session_eval(s, ids, 5, INF_LOGITS_ALL, logits[k], &err) == INF_OK, "eval: %s", err.msg);
+        inf_session_free(s);
+        inf_model_free(m);
+    }
+    TEST_CHECK(!memcmp(logits[0], logits[1], sizeof logits[0]), "overrides differ from the file's keys");
+    TEST_CHECK(memcmp(logits[1], logits[2], sizeof logits[1]) != 0, "none changed nothing");
+    unlink(plain);
+    unlink(yarn);
 }
 
 /* ------------------------------------------------------------ prefill == decode */
@@ -245,6 +307,7 @@ static void check_session_rules(void) {
 int main(void) {
     if (!(tmpdir = test_tmpdir("test-model"))) return 1;
     check_bad_models();
+    check_rope_overrides();
     static const geometry geometries[] = {
         {"f32 GQA tied", 2, 64, 96, 4, 2, 16, true, INF_DTYPE_F32, INF_KV_F32, 40, 1e-4},
         {"f32 untied head", 2, 64, 96, 4, 2, 16, false, INF_DTYPE_F32, INF_KV_F32, 40, 1e-4},

@@ -335,14 +335,53 @@ static void test_rmsnorm(const inf_ops *ops) {
 
 /* ------------------------------------------------------------------ rope */
 
+/* The angle of pair i at pos in double, as Hugging Face's Qwen3 computes it
+ * (modeling_rope_utils: default and linear inv_freq; YaRN's blend of the
+ * interpolated and extrapolated inv_freq by a linear ramp between the
+ * correction dims, with attention_factor 0.1 ln(factor) + 1 on cos and
+ * sin). *mscale gets that factor. */
+static double exact_angle(int pos, int i, int hd, double base, inf_rope_scaling kind, double factor, int orig,
+                          double *mscale, double *extrapolate_out) {
+    const double inv_e = pow(base, -2.0 * i / hd);
+    *mscale = 1.0;
+    *extrapolate_out = 0;
+    if (kind == INF_ROPE_SCALING_NONE) return pos * inv_e;
+    if (kind == INF_ROPE_SCALING_LINEAR) return pos * inv_e / factor;
+    const double lo_d = hd * log(orig / (32 * 2 * M_PI)) / (2 * log(base));
+    const double hi_d = hd * log(orig / (1 * 2 * M_PI)) / (2 * log(base));
+    const double lo = fmax(0, floor(lo_d)), hi = fmin(hd - 1, ceil(hi_d));
+    const double ramp = fmin(1, fmax(0, (i - lo) / fmax(0.001, hi - lo)));
+    const double extrapolate = 1 - ramp;
+    *extrapolate_out = extrapolate;
+    *mscale = 0.1 * log(factor) + 1;
+    return pos * (inv_e / factor * (1 - extrapolate) + inv_e * extrapolate);
+}
+
 static void test_rope(const inf_ops *ops) {
     test_begin("rope_neox");
     /* tokens of several sequences in one call: positions out of order, repeated, far apart */
     static const int32_t mixed[6] = {5, 0, 100, 101, 39990, 5};
-    static const struct { unsigned head_dim, n_heads, n_tok, pos0; float base; const int32_t *at; } cases[] = {
-        {16, 1, 5, 0, 1e6f, NULL},    {16, 3, 11, 39990, 1e6f, NULL}, {64, 2, 4, 0, 1e6f, NULL},
-        {64, 1, 3, 1234, 1e4f, NULL}, {128, 3, 2, 39999, 1e6f, NULL}, {128, 8, 6, 0, 1e6f, NULL},
-        {128, 2, 3, 31000, 1e4f, NULL}, {16, 2, 6, 0, 1e6f, mixed},   {128, 3, 6, 0, 1e4f, mixed},
+    static const int32_t far[4] = {131071, 100000, 65536, 32767};
+#define N INF_ROPE_SCALING_NONE
+#define L INF_ROPE_SCALING_LINEAR
+#define Y INF_ROPE_SCALING_YARN
+    static const struct {
+        unsigned head_dim, n_heads, n_tok, pos0;
+        float base;
+        const int32_t *at;
+        inf_rope_scaling kind;
+        float factor;
+        int orig;
+    } cases[] = {
+        {16, 1, 5, 0, 1e6f, NULL, N, 0, 0},    {16, 3, 11, 39990, 1e6f, NULL, N, 0, 0},
+        {64, 2, 4, 0, 1e6f, NULL, N, 0, 0},    {64, 1, 3, 1234, 1e4f, NULL, N, 0, 0},
+        {128, 3, 2, 39999, 1e6f, NULL, N, 0, 0}, {128, 8, 6, 0, 1e6f, NULL, N, 0, 0},
+        {128, 2, 3, 31000, 1e4f, NULL, N, 0, 0}, {16, 2, 6, 0, 1e6f, mixed, N, 0, 0},
+        {128, 3, 6, 0, 1e4f, mixed, N, 0, 0},
+        /* Qwen3's YaRN (factor 4 over 32768) near 0 and out to 128k */
+        {128, 2, 5, 0, 1e6f, NULL, Y, 4.0f, 32768}, {128, 2, 4, 0, 1e6f, far, Y, 4.0f, 32768},
+        {128, 1, 3, 98000, 1e6f, NULL, Y, 4.0f, 32768}, {64, 2, 3, 70000, 1e4f, NULL, Y, 8.0f, 4096},
+        {16, 1, 6, 0, 1e6f, mixed, Y, 2.0f, 512},    {128, 2, 4, 0, 1e6f, far, L, 4.0f, 0},
     };
     double worst_f32 = 0, worst_exact = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -355,37 +394,54 @@ static void test_rope(const inf_ops *ops) {
         memcpy(x0, x, n * sizeof(float));
         int32_t pos[16];
         for (int t = 0; t < nt; t++) pos[t] = cases[c].at ? cases[c].at[t] : pos0 + t;
-        ops->rope_neox(ops, x, nt, nh, hd, pos, base);
+        inf_rope rope;
+        inf_rope_init(&rope, hd, base, cases[c].kind, cases[c].factor, cases[c].orig, 1.0f);
+        ops->rope_neox(ops, x, nt, nh, hd, pos, &rope);
         TEST_CHECK(guard_intact(x, n), "rope wrote past its data");
         const float theta_scale = powf(base, -2.0f / (float)hd);
         bool ok = true;
         for (int t = 0; t < nt && ok; t++) {
             float theta_f = (float)pos[t]; /* ggml's f32 angle recurrence */
             for (int i = 0; i < hd / 2 && ok; i++, theta_f *= theta_scale) {
-                const double theta_exact = pos[t] * pow((double)base, -2.0 * i / hd);
-                const double dtheta = theta_exact * (1.5 * i + 1) * 0x1p-23;
+                double mscale, mix;
+                const double theta_exact =
+                    exact_angle(pos[t], i, hd, base, cases[c].kind, cases[c].factor, cases[c].orig, &mscale, &mix);
+                /* the f32 recurrence's drift, scaled as the angle is (the
+                 * unscaled angle bounds the scaled one) */
+                const double dtheta = pos[t] * pow((double)base, -2.0 * i / hd) * (1.5 * i + 1) * 0x1p-23;
+                /* the f32 angle as ref.c forms it, in double from there on */
+                const double theta_1 =
+                    cases[c].kind == N ? theta_f : rope.freq_scale * (double)theta_f * (1 - mix) + theta_f * mix;
                 for (int h = 0; h < nh && ok; h++) {
                     const size_t o = ((size_t)t * nh + h) * hd;
                     const double a = x0[o + i], b = x0[o + i + hd / 2];
-                    const double mag = fabs(a) + fabs(b);
-                    const double c1 = cos((double)theta_f), s1 = sin((double)theta_f);
-                    const double c2 = cos(theta_exact), s2 = sin(theta_exact);
+                    const double mag = (fabs(a) + fabs(b)) * mscale;
+                    const double c1 = mscale * cos(theta_1), s1 = mscale * sin(theta_1);
+                    const double c2 = mscale * cos(theta_exact), s2 = mscale * sin(theta_exact);
                     const double e1 = fmax(fabs(x[o + i] - (a * c1 - b * s1)), fabs(x[o + i + hd / 2] - (a * s1 + b * c1)));
                     const double e2 = fmax(fabs(x[o + i] - (a * c2 - b * s2)), fabs(x[o + i + hd / 2] - (a * s2 + b * c2)));
-                    const double b1 = 1e-6 * mag + 1e-30, b2 = (dtheta + 1e-6) * mag + 1e-30;
+                    /* scaled: the f32 blend (two products, a sum, the ramp's own
+                     * rounding) adds a few ulp of the angle itself */
+                    const double blend = cases[c].kind == N ? 0 : fabs((double)theta_f) * 4 * 0x1p-23;
+                    const double b1 = (1e-6 + blend) * mag + 1e-30, b2 = (dtheta + blend + 1e-6) * mag + 1e-30;
                     worst_f32 = fmax(worst_f32, e1 / b1);
                     worst_exact = fmax(worst_exact, e2 / b2);
                     ok = TEST_CHECK(e1 <= b1 && e2 <= b2,
-                                    "rope hd=%d pos=%d pair %d head %d: err %.3g (budget %.3g) vs f32 angle, "
+                                    "rope kind %d hd=%d pos=%d pair %d head %d: err %.3g (budget %.3g) vs f32 angle, "
                                     "%.3g (budget %.3g) vs exact angle",
-                                    hd, pos[t], i, h, e1, b1, e2, b2);
+                                    (int)cases[c].kind, hd, pos[t], i, h, e1, b1, e2, b2);
                 }
             }
         }
         free(x);
         free(x0);
     }
-    printf("rope         worst error / budget %.3f (ggml's f32 angle), %.3f (exact angle)\n", worst_f32, worst_exact);
+#undef N
+#undef L
+#undef Y
+    printf("rope         worst error / budget %.3f (ggml's f32 angle), %.3f (exact angle, YaRN and linear "
+           "as Hugging Face computes them)\n",
+           worst_f32, worst_exact);
 }
 
 /* ------------------------------------------------------------------ hadamard */
@@ -874,8 +930,10 @@ static void test_trace(void) {
     TEST_CHECK(memcmp(a2, b, sizeof b) == 0, "traced rmsnorm differs");
     memcpy(b, a, sizeof a);
     const int32_t rope_pos[2] = {7, 8};
-    ref->rope_neox(ref, a, 2, 2, 16, rope_pos, 1e6f);
-    tr->rope_neox(tr, b, 2, 2, 16, rope_pos, 1e6f);
+    inf_rope rope;
+    inf_rope_init(&rope, 16, 1e6f, INF_ROPE_SCALING_YARN, 4.0f, 64, 1.0f);
+    ref->rope_neox(ref, a, 2, 2, 16, rope_pos, &rope);
+    tr->rope_neox(tr, b, 2, 2, 16, rope_pos, &rope);
     ref->hadamard(ref, a, 2, 32);
     tr->hadamard(tr, b, 2, 32);
     ref->swiglu(ref, a, a, w, 64);

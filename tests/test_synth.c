@@ -317,8 +317,67 @@ static void test_errors(void) {
     free(c);
 }
 
+/* --geometry: the released Qwen3 dense models' config.json values
+ * (Qwen/Qwen3-*: hidden_size, intermediate_size, num_hidden_layers,
+ * num_attention_heads, num_key_value_heads, head_dim, tie_word_embeddings,
+ * max_position_embeddings, rope_theta); a model of each (one layer, a
+ * truncated vocabulary) loads with those shapes.
+ * scripts/check-geometries.sh checks them against llama.cpp at full size. */
+static void test_geometries(void) {
+    test_begin("geometries");
+    static const struct {
+        const char *name;
+        int n_layer, n_embd, n_ff, n_head;
+        bool tied;
+    } want[] = {
+        {"0.6b", 28, 1024, 3072, 16, true},  {"1.7b", 28, 2048, 6144, 16, true},
+        {"4b", 36, 2560, 9728, 32, true},    {"8b", 36, 4096, 12288, 32, false},
+        {"14b", 40, 5120, 17408, 40, false}, {"32b", 64, 5120, 25600, 64, false},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        inf_synth_options o;
+        inf_synth_options_default(&o);
+        o.n_vocab = 123; /* kept */
+        if (!TEST_CHECK(inf_synth_geometry(&o, want[i].name), "%s unknown", want[i].name)) continue;
+        TEST_CHECK(o.n_layer == want[i].n_layer && o.n_embd == want[i].n_embd && o.n_ff == want[i].n_ff &&
+                       o.n_head == want[i].n_head && o.n_head_kv == 8 && o.head_dim == 128 &&
+                       o.tied_output == want[i].tied && o.n_ctx_train == 40960 && o.rope_freq_base == 1e6f &&
+                       o.rms_norm_eps == 1e-6f && o.n_vocab == 123,
+                   "%s: %d layers, hidden %d, ffn %d, heads %d/%d, head_dim %d, %s, ctx %d", want[i].name, o.n_layer,
+                   o.n_embd, o.n_ff, o.n_head, o.n_head_kv, o.head_dim, o.tied_output ? "tied" : "untied",
+                   o.n_ctx_train);
+    }
+    inf_synth_options o;
+    inf_synth_options_default(&o);
+    TEST_CHECK(!inf_synth_geometry(&o, "7b") && !inf_synth_geometry(&o, "0.6B") && o.n_embd == 1024,
+               "unknown geometries refused, options unchanged");
+    /* the smallest loads with its shapes (1 layer, 512 tokens, F16; the larger ones' files
+     * are hundreds of MB even so: scripts/check-geometries.sh) */
+    static const char *const load[] = {"0.6b"};
+    for (size_t i = 0; i < 1; i++) {
+        inf_synth_options_default(&o);
+        inf_synth_geometry(&o, load[i]);
+        o.n_layer = 1, o.n_vocab = 512, o.weight_type = INF_DTYPE_F16, o.tokenizer_json = TOKENIZER;
+        char path[512];
+        snprintf(path, sizeof path, "%s/geometry.gguf", tmpdir);
+        inf_error err = {0};
+        inf_model *m = NULL;
+        if (!TEST_CHECK(inf_synth_write(&o, path, &err) == INF_OK, "synth %s: %s", load[i], err.msg) ||
+            !TEST_CHECK(inf_model_load(path, NULL, &m, &err) == INF_OK, "load %s: %s", load[i], err.msg))
+            continue;
+        inf_model_info in;
+        inf_model_get_info(m, &in);
+        TEST_CHECK(in.n_embd == o.n_embd && in.n_ff == o.n_ff && in.n_head == o.n_head && in.n_head_kv == 8 &&
+                       in.head_dim == 128 && in.tied_output == o.tied_output && in.n_ctx_train == 40960,
+                   "%s loads with its shapes", load[i]);
+        inf_model_free(m);
+        remove(path);
+    }
+}
+
 int main(void) {
     if (!(tmpdir = test_tmpdir("test-synth"))) return 1;
+    test_geometries();
     test_layout();
     test_values();
     test_full_vocab();

@@ -175,7 +175,7 @@ typedef struct cpu_backend {
     int32_t *rope_pos;  /* [rope_n_tok] the positions it was computed for */
     size_t rope_cap;    /* tokens */
     int rope_n_tok, rope_head_dim;
-    float rope_base;
+    inf_rope rope;      /* the frequencies it was computed with */
 } cpu_backend;
 
 /* The backend came from inf_ops_cpu_new (non-const storage). */
@@ -502,7 +502,7 @@ typedef struct rope_job {
     float *x;
     int n_tok, n_heads, head_dim;
     const int32_t *pos; /* [n_tok] */
-    float base;
+    const inf_rope *rope;
     int tasks;
 } rope_job;
 
@@ -515,7 +515,7 @@ static void rope_task(void *ctx, int task, int thread) {
     if (!j->c->k || !j->c->k->rope_rows || !j->c->rope_cs) {
         if (t0 < t1)
             j->c->ref->rope_neox(j->c->ref, j->x + t0 * tok_elems, (int)(t1 - t0), j->n_heads, j->head_dim,
-                                 j->pos + t0, j->base);
+                                 j->pos + t0, j->rope);
         return;
     }
     for (int64_t t = t0; t < t1; t++)
@@ -523,13 +523,13 @@ static void rope_task(void *ctx, int task, int thread) {
                            j->c->rope_cs + (size_t)t * (size_t)j->head_dim);
 }
 
-/* cos/sin of every (token, pair) exactly as ref.c computes them: theta
- * starts at (float)pos and is multiplied by base^(-2/head_dim) per pair.
- * Kept until the positions or geometry change (the next layer reuses it).
+/* cos/sin of every (token, pair), by ref.c's inf_rope_angles (so every
+ * path rotates by the same floats, YaRN included). Kept until the
+ * positions, frequencies or geometry change (the next layer reuses it).
  * False when the table cannot be allocated. */
-static bool rope_table(cpu_backend *c, int n_tok, int head_dim, const int32_t *pos, float base) {
-    if (c->rope_cs && c->rope_n_tok == n_tok && c->rope_head_dim == head_dim && c->rope_base == base &&
-        memcmp(c->rope_pos, pos, (size_t)n_tok * sizeof *pos) == 0)
+static bool rope_table(cpu_backend *c, int n_tok, int head_dim, const int32_t *pos, const inf_rope *rope) {
+    if (c->rope_cs && c->rope_n_tok == n_tok && c->rope_head_dim == head_dim &&
+        memcmp(&c->rope, rope, sizeof *rope) == 0 && memcmp(c->rope_pos, pos, (size_t)n_tok * sizeof *pos) == 0)
         return true;
     if ((size_t)n_tok > c->rope_cap || head_dim != c->rope_head_dim) {
         inf_free_aligned(c->rope_cs);
@@ -545,31 +545,22 @@ static bool rope_table(cpu_backend *c, int n_tok, int head_dim, const int32_t *p
             return false;
         }
     }
-    const int half = head_dim / 2;
-    const float theta_scale = powf(base, -2.0f / (float)head_dim);
-    for (int t = 0; t < n_tok; t++) {
-        float *cs = c->rope_cs + (size_t)t * (size_t)head_dim; /* [cos half][sin half] */
-        float theta = (float)pos[t];
-        for (int i = 0; i < half; i++) {
-            cs[i] = cosf(theta);
-            cs[half + i] = sinf(theta);
-            theta *= theta_scale;
-        }
-    }
+    for (int t = 0; t < n_tok; t++) /* [cos half][sin half] per token */
+        inf_rope_angles(rope, head_dim, pos[t], c->rope_cs + (size_t)t * (size_t)head_dim);
     memcpy(c->rope_pos, pos, (size_t)n_tok * sizeof *pos);
     c->rope_n_tok = n_tok;
     c->rope_head_dim = head_dim;
-    c->rope_base = base;
+    c->rope = *rope;
     return true;
 }
 
 static void cpu_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim,
-                          const int32_t *pos, float freq_base) {
+                          const int32_t *pos, const inf_rope *rope) {
     cpu_backend *c = cpu_of(self);
     rope_job j = {.c = c, .x = x, .n_tok = n_tok, .n_heads = n_heads, .head_dim = head_dim, .pos = pos,
-                  .base = freq_base};
-    if (c->k && c->k->rope_rows && !rope_table(c, n_tok, head_dim, pos, freq_base)) {
-        c->ref->rope_neox(c->ref, x, n_tok, n_heads, head_dim, pos, freq_base);
+                  .rope = rope};
+    if (c->k && c->k->rope_rows && !rope_table(c, n_tok, head_dim, pos, rope)) {
+        c->ref->rope_neox(c->ref, x, n_tok, n_heads, head_dim, pos, rope);
         return;
     }
     j.tasks = INF_MIN(n_tok, split_tasks(c, (int64_t)n_tok * n_heads * head_dim, ELEMS_PER_TASK, 2));

@@ -34,6 +34,42 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* RoPE frequencies as ggml's rope_yarn computes them (llama.cpp's
+ * ggml_rope_ext with NeoX pairs). Pair i of a token at position p turns by
+ *   theta_e = p * base^(-2i/head_dim)           (extrapolated: the trained angle)
+ *   theta_i = freq_scale * theta_e              (interpolated: linear scaling)
+ *   theta   = theta_i * (1 - r) + theta_e * r,  r = ramp(i) * ext_factor
+ * ramp(i) = 1 - clamp((i - corr_lo) / max(0.001, corr_hi - corr_lo), 0, 1):
+ * 1 for the fast-turning pairs below corr_lo (kept as trained), 0 above
+ * corr_hi (interpolated). cos and sin are multiplied by mscale, and YaRN
+ * (ext_factor != 0) multiplies mscale by 1 + 0.1 ln(1/freq_scale) once more.
+ * No scaling: freq_scale 1, ext_factor 0, mscale 1 (the plain rotation, bit
+ * for bit). Filled by inf_rope_init from the model's keys. */
+typedef struct inf_rope {
+    float freq_base;    /* qwen3.rope.freq_base */
+    float freq_scale;   /* 1 / rope.scaling.factor; 1 unscaled */
+    float ext_factor;   /* YaRN's ramp weight: 1 for yarn, 0 otherwise */
+    float mscale;       /* llama.cpp's attn_factor as it passes it to ggml_rope_ext */
+    float corr_dims[2]; /* the ramp's bounds in pairs (ggml_rope_yarn_corr_dims) */
+} inf_rope;
+
+/* Fills r as llama.cpp's context does for a model (llama_context's
+ * constructor and ggml_rope_yarn_corr_dims): kind, factor (>= 1 scales; 0 or
+ * 1: none), n_ctx_orig the context the model was trained at
+ * (rope.scaling.original_context_length), attn_factor the file's
+ * rope.scaling.attn_factor (1 when absent), YaRN's beta_fast 32 and
+ * beta_slow 1 (llama.cpp's defaults for Qwen3, which reads no other). */
+void inf_rope_init(inf_rope *r, int head_dim, float freq_base, inf_rope_scaling kind, float factor,
+                   int n_ctx_orig, float attn_factor);
+
+/* The rope table of one position: cs[0 .. head_dim/2) the cos and
+ * cs[head_dim/2 .. head_dim) the sin of each pair's angle, times mscale.
+ * theta_e is built as ggml builds it: (float)pos, multiplied by
+ * powf(base, -2/head_dim) once per pair, in f32 (at large positions this
+ * recurrence is ~1e-3 rad from the exact angle; matching it matches
+ * llama.cpp). Every backend's RoPE uses these values (ref.c). */
+void inf_rope_angles(const inf_rope *r, int head_dim, int32_t pos, float *cs);
+
 /* A 2-D weight matrix as stored in the file. */
 typedef struct inf_weight {
     const char *name;  /* tensor name, for errors and traces */
@@ -151,10 +187,13 @@ struct inf_ops {
                     int dim, float eps);
 
     /* NeoX RoPE in place on x[n_tok][n_heads][head_dim]: dims i and
-     * i + head_dim/2 of token t rotate by pos[t] * base^(-2i/head_dim)
-     * (tokens of several sequences may share a call). */
+     * i + head_dim/2 of token t rotate by the angle of pair i at pos[t]
+     * (inf_rope_angles: pos[t] * base^(-2i/head_dim), YaRN-scaled when the
+     * model says so): x0' = x0*c - x1*s, x1' = x0*s + x1*c with c and s
+     * the table's (mscale included). Tokens of several sequences may share
+     * a call. */
     void (*rope_neox)(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim,
-                      const int32_t *pos, float freq_base);
+                      const int32_t *pos, const inf_rope *rope);
 
     /* In place on each row of x[n_rows][n], n a power of two: x = H_n · x,
      * H_n the normalized Sylvester-Hadamard matrix, H_n[i][j] =

@@ -24,7 +24,10 @@
  *     theta_scale = powf(base, -2/head_dim) once per pair, in f32, with
  *     cosf/sinf of it (ggml's rope cache). At large positions this float
  *     recurrence differs from the exact angle by ~1e-3 rad; matching it is
- *     what matches llama.cpp.
+ *     what matches llama.cpp. Linear and YaRN scaling (inf_rope_init,
+ *     inf_rope_angles) follow ggml's rope_yarn step by step in f32: the
+ *     ramp between interpolated and extrapolated angles, then cos and sin
+ *     times mscale.
  *   - attention (all three forms) computes q·k like the f32 matmul (double
  *     sum), scales by `scale`, and takes exp in f32. An f16 KV cache is read
  *     as f32 values; q is not rounded (llama.cpp rounds q to f16 there, and
@@ -159,23 +162,78 @@ static void ref_rmsnorm(const inf_ops *self, float *y, const float *x, const flo
     }
 }
 
+/* ggml's YaRN helpers, in its f32 arithmetic (ggml.c, ggml-cpu/ops.cpp). */
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
+    return n_dims * logf(n_ctx_orig / (n_rot * 2 * (float)M_PI)) / (2 * logf(base));
+}
+
+static float yarn_ramp(float low, float high, int pair) {
+    const float y = ((float)pair - low) / fmaxf(0.001f, high - low);
+    return 1 - fminf(1, fmaxf(0, y));
+}
+
+/* llama_context's get_mscale: 1 + 0.1 * mscale * ln(scale) above 1. */
+static float yarn_get_mscale(float scale, float mscale) {
+    return scale <= 1.0f ? 1.0f : (0.1f * mscale * logf(scale) + 1.0f);
+}
+
+void inf_rope_init(inf_rope *r, int head_dim, float freq_base, inf_rope_scaling kind, float factor,
+                   int n_ctx_orig, float attn_factor) {
+    enum { BETA_FAST = 32, BETA_SLOW = 1 }; /* llama_hparams' yarn_beta_fast, yarn_beta_slow */
+    *r = (inf_rope){.freq_base = freq_base, .freq_scale = 1.0f};
+    if (kind != INF_ROPE_SCALING_NONE && factor != 0.0f) r->freq_scale = 1.0f / factor;
+    r->ext_factor = kind == INF_ROPE_SCALING_YARN ? 1.0f : 0.0f;
+    /* llama_context: yarn_attn_factor from get_mscale, with ggml's own
+     * log term (below) cancelled, then times the file's attn_factor */
+    float attn = 1.0f;
+    if (r->ext_factor != 0.0f) {
+        const float f = 1.0f / r->freq_scale;
+        attn = yarn_get_mscale(f, 1.0f);
+        attn *= 1.0f / (1.0f + 0.1f * logf(f));
+    }
+    attn *= attn_factor;
+    /* ggml's rope_yarn: mscale *= 1 + 0.1 ln(1/freq_scale) when extrapolating */
+    r->mscale = attn;
+    if (r->ext_factor != 0.0f) r->mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
+    const float lo = floorf(yarn_corr_dim(head_dim, n_ctx_orig, (float)BETA_FAST, freq_base));
+    const float hi = ceilf(yarn_corr_dim(head_dim, n_ctx_orig, (float)BETA_SLOW, freq_base));
+    r->corr_dims[0] = lo > 0 ? lo : 0;
+    r->corr_dims[1] = hi < (float)(head_dim - 1) ? hi : (float)(head_dim - 1);
+}
+
+void inf_rope_angles(const inf_rope *r, int head_dim, int32_t pos, float *cs) {
+    const int half = head_dim / 2;
+    const float theta_scale = powf(r->freq_base, -2.0f / (float)head_dim);
+    float theta_e = (float)pos; /* pos * theta_scale^i, built up in f32 */
+    for (int i = 0; i < half; i++) {
+        const float theta_i = r->freq_scale * theta_e;
+        float theta = theta_i;
+        if (r->ext_factor != 0.0f) {
+            const float mix = yarn_ramp(r->corr_dims[0], r->corr_dims[1], i) * r->ext_factor;
+            theta = theta_i * (1 - mix) + theta_e * mix;
+        }
+        cs[i] = cosf(theta) * r->mscale;
+        cs[half + i] = sinf(theta) * r->mscale;
+        theta_e *= theta_scale;
+    }
+}
+
 static void ref_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim,
-                          const int32_t *pos, float freq_base) {
+                          const int32_t *pos, const inf_rope *rope) {
     (void)self;
     const int half = head_dim / 2;
-    const float theta_scale = powf(freq_base, -2.0f / (float)head_dim);
+    float cs[INF_MAX_HEAD_DIM]; /* [cos half][sin half] */
     for (int t = 0; t < n_tok; t++) {
         float *xt = x + (size_t)t * n_heads * head_dim; /* [n_heads][head_dim] */
-        float theta = (float)pos[t];                    /* pos * theta_scale^i, built up in f32 */
+        inf_rope_angles(rope, head_dim, pos[t], cs);
         for (int i = 0; i < half; i++) {
-            const float c = cosf(theta), s = sinf(theta);
+            const float c = cs[i], s = cs[half + i];
             for (int h = 0; h < n_heads; h++) {
                 float *xh = xt + (size_t)h * head_dim;
                 const float x0 = xh[i], x1 = xh[i + half];
                 xh[i] = x0 * c - x1 * s;
                 xh[i + half] = x0 * s + x1 * c;
             }
-            theta *= theta_scale;
         }
     }
 }

@@ -120,10 +120,10 @@ static void trace_rmsnorm(const inf_ops *self, float *y, const float *x, const f
 }
 
 static void trace_rope_neox(const inf_ops *self, float *x, int n_tok, int n_heads, int head_dim,
-                            const int32_t *pos, float freq_base) {
+                            const int32_t *pos, const inf_rope *rope) {
     const inf_ops *in = trace_of(self)->inner;
     const uint64_t t0 = now_ns();
-    in->rope_neox(in, x, n_tok, n_heads, head_dim, pos, freq_base);
+    in->rope_neox(in, x, n_tok, n_heads, head_dim, pos, rope);
     record(self, TRACE_ROPE_NEOX, t0, 8 * (uint64_t)n_tok * (uint64_t)n_heads * (uint64_t)head_dim, 0);
 }
 

@@ -52,6 +52,25 @@ char *cli_read_file(const char *path, size_t *len);
 
 /* ---- shared by run / logits / info (cli_model.c) ---- */
 
+/* --rope-scaling none|linear|yarn, --rope-scale F, --yarn-orig-ctx N: as
+ * llama.cpp's flags of those names, over the file's RoPE scaling. */
+typedef struct cli_rope_args {
+    bool scaling_set;
+    inf_rope_scaling scaling;
+    float scale;  /* 0: the file's factor */
+    int orig_ctx; /* 0: the file's */
+} cli_rope_args;
+
+/* Consumes one of the flags above like cli_model_flag (1, 0 or -1). */
+int cli_rope_flag(const char *cmd, cli_rope_args *r, int argc, char **argv, int *i);
+/* Copies them into load options. */
+void cli_rope_apply(const cli_rope_args *r, inf_load_options *opt);
+/* The help lines for them. */
+#define CLI_ROPE_HELP                                                                                       \
+    "  --rope-scaling T      RoPE scaling over the file's: none, linear or yarn (as llama.cpp)\n"           \
+    "  --rope-scale F        its factor (YaRN 4 for Qwen3's 131072 tokens)\n"                                \
+    "  --yarn-orig-ctx N     the context YaRN stretches (default: the file's, else its context)\n"
+
 typedef struct cli_model_args {
     const char *model_path;   /* -m */
     const char *prompt;       /* -p */
@@ -63,6 +82,7 @@ typedef struct cli_model_args {
     inf_kv_type kv_type;      /* --kv-type */
     bool quantize;            /* --quantize TYPE */
     inf_dtype quantize_type;
+    cli_rope_args rope;       /* --rope-scaling, --rope-scale, --yarn-orig-ctx */
 } cli_model_args;
 
 /* Parses --quantize's value (q8_0); false after printing a usage error. */

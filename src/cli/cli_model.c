@@ -11,10 +11,55 @@
 #include <string.h>
 #include <unistd.h>
 
+int cli_rope_flag(const char *cmd, cli_rope_args *r, int argc, char **argv, int *i) {
+    const char *f = argv[*i];
+    const char *v;
+    long n;
+    if (!strcmp(f, "--rope-scaling")) {
+        if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
+        if (!inf_rope_scaling_from_name(v, &r->scaling)) {
+            cli_fail(EXIT_USAGE, cmd, "--rope-scaling wants none, linear or yarn, got '%s'", v);
+            return -1;
+        }
+        r->scaling_set = true;
+        return 1;
+    }
+    if (!strcmp(f, "--rope-scale")) {
+        if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
+        char *end;
+        double d = strtod(v, &end);
+        if (end == v || *end || !(d >= 1 && d <= 1e6)) {
+            cli_fail(EXIT_USAGE, cmd, "--rope-scale wants a factor from 1 to 1e6, got '%s'", v);
+            return -1;
+        }
+        r->scale = (float)d;
+        return 1;
+    }
+    if (!strcmp(f, "--yarn-orig-ctx")) {
+        if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
+        if (!cli_parse_int(v, 1, 1 << 24, &n)) {
+            cli_fail(EXIT_USAGE, cmd, "--yarn-orig-ctx wants a context length from 1, got '%s'", v);
+            return -1;
+        }
+        r->orig_ctx = (int)n;
+        return 1;
+    }
+    return 0;
+}
+
+void cli_rope_apply(const cli_rope_args *r, inf_load_options *opt) {
+    opt->rope_scaling_set = r->scaling_set;
+    opt->rope_scaling = r->scaling;
+    opt->rope_scale = r->scale;
+    opt->yarn_orig_ctx = r->orig_ctx;
+}
+
 int cli_model_flag(const char *cmd, cli_model_args *a, int argc, char **argv, int *i) {
     const char *f = argv[*i];
     const char *v;
     long n;
+    int r = cli_rope_flag(cmd, &a->rope, argc, argv, i);
+    if (r) return r;
     if (!strcmp(f, "--no-mmap")) { a->no_mmap = true; return 1; }
     if (!strcmp(f, "--trace")) { a->trace = true; return 1; }
     if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
@@ -84,6 +129,7 @@ inf_model *cli_load_model(const char *cmd, const cli_model_args *a) {
     opt.kv_type = a->kv_type;
     opt.quantize = a->quantize;
     opt.quantize_type = a->quantize_type;
+    cli_rope_apply(&a->rope, &opt);
     cli_progress bar;
     cli_progress_begin(&bar, "loading");
     opt.progress = cli_progress_callback;

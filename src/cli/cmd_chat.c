@@ -50,6 +50,7 @@ static const char *usage_text =
     "  --no-mmap             read the weights into memory instead of mapping the file\n"
     "  --quantize q8_0       convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --kv-type T           KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
+    CLI_ROPE_HELP
     "\n"
     "Sampling defaults: the model's recommended values for the current thinking mode\n"
     "(general.sampling.* metadata, else Qwen3's: thinking temp 0.6, top-p 0.95,\n"

@@ -112,8 +112,18 @@ int cmd_info(int argc, char **argv) {
     printf("ffn          %d\n", in.n_ff);
     printf("heads        %d query, %d key/value, head_dim %d\n", in.n_head, in.n_head_kv, in.head_dim);
     printf("vocabulary   %d\n", in.n_vocab);
-    printf("context      %d (trained)\n", in.n_ctx_train);
+    if (in.n_ctx_max > in.n_ctx_train)
+        printf("context      %d (trained), up to %d with RoPE scaling\n", in.n_ctx_train, in.n_ctx_max);
+    else
+        printf("context      %d (trained)\n", in.n_ctx_train);
     printf("rope base    %g\n", (double)in.rope_freq_base);
+    if (in.rope_scaling == INF_ROPE_SCALING_YARN)
+        printf("rope scaling yarn, factor %g, original context %d, cos/sin scale %.6g\n", (double)in.rope_scale,
+               in.rope_orig_ctx, (double)in.rope_attn_factor);
+    else if (in.rope_scaling == INF_ROPE_SCALING_LINEAR)
+        printf("rope scaling linear, factor %g\n", (double)in.rope_scale);
+    else
+        printf("rope scaling none\n");
     printf("rms eps      %g\n", (double)in.rms_norm_eps);
     printf("output head  %s\n", in.tied_output ? "tied to token_embd" : "separate");
     printf("parameters   %" PRIu64 " (%.3f B)\n", in.n_params, (double)in.n_params / 1e9);

@@ -13,6 +13,7 @@ static const char *usage_text =
     "usage: inferno logits -m MODEL (-p TEXT | --tokens ID,ID,...) [--top K]\n"
     "                      [--all-positions] [--dump FILE] [-t THREADS] [-c CTX]\n"
     "                      [--no-mmap] [--kv-type f32|f16|q8_0] [--quantize q8_0] [--trace]\n"
+    "                      [--pos0 P] [--rope-scaling T --rope-scale F --yarn-orig-ctx N]\n"
     "\n"
     "Runs the prompt through the model in one pass and prints one JSON object:\n"
     "  {\"prompt_tokens\": [...], \"final\": {\"top\": [{\"id\": i, \"logit\": x}, ...]},\n"
@@ -20,7 +21,9 @@ static const char *usage_text =
     "top-K by logit, descending, ties to the lower id (K default 20).\n"
     "  --dump FILE   write all final-position logits as little-endian float32\n"
     "  --kv-type     KV cache element type (default f32, the exact reference;\n"
-    "                run, chat and bench default to f16)\n";
+    "                run, chat and bench default to f16)\n"
+    "  --pos0 P      place the prompt at positions P, P+1, ... with nothing before it\n"
+    "                (as a llama.cpp batch starting at P: RoPE far out in a long context)\n";
 
 typedef struct scored { int id; float logit; } scored;
 
@@ -67,6 +70,7 @@ int cmd_logits(int argc, char **argv) {
     long top = 20;
     bool all_positions = false;
     const char *dump = NULL;
+    long pos0 = 0;
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag("logits", &a, argc, argv, &i);
         if (r < 0) return EXIT_USAGE;
@@ -79,6 +83,11 @@ int cmd_logits(int argc, char **argv) {
             if (!v) return EXIT_USAGE;
             if (!cli_parse_int(v, 1, 1000000, &top))
                 return cli_fail(EXIT_USAGE, "logits", "--top wants a count from 1, got '%s'", v);
+        } else if (!strcmp(argv[i], "--pos0")) {
+            const char *v = cli_flag_value("logits", argc, argv, &i);
+            if (!v) return EXIT_USAGE;
+            if (!cli_parse_int(v, 0, 1 << 30, &pos0))
+                return cli_fail(EXIT_USAGE, "logits", "--pos0 wants a position from 0, got '%s'", v);
         } else if (!strcmp(argv[i], "--all-positions")) {
             all_positions = true;
         } else if (!strcmp(argv[i], "--dump")) {
@@ -104,7 +113,7 @@ int cmd_logits(int argc, char **argv) {
     inf_error err = {0};
     /* without -c, a context just large enough for the prompt when it is longer than the default */
     int n_ctx = a.n_ctx ? a.n_ctx : (n > 4096 ? (int)n : 0);
-    if (!rc && inf_session_new(m, n_ctx, &s, &err))
+    if (!rc && (inf_session_new(m, n_ctx, &s, &err) || inf_session_set_rope_offset(s, (int)pos0, &err)))
         rc = cli_fail_error("logits", &err);
     if (!rc) {
         size_t rows = all_positions ? n : 1;

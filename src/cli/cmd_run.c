@@ -44,6 +44,7 @@ static const char *usage_text =
     "  --no-mmap             read the weights into memory instead of mapping the file\n"
     "  --quantize q8_0       convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --kv-type T           KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
+    CLI_ROPE_HELP
     "  --trace               print calls and time per op at exit\n"
     "\n"
     "Decoding: greedy (argmax, temperature 0) by default. With --chat, or when any of\n"

@@ -40,6 +40,8 @@ static const char *usage =
     "  --grace S              seconds running requests get to finish at shutdown (default 10)\n"
     "  --no-mmap              read the weights into memory instead of mapping the file\n"
     "  --quantize q8_0        convert F32/F16/BF16 matrices to Q8_0 while loading\n"
+    "  --rope-scaling T, --rope-scale F, --yarn-orig-ctx N\n"
+    "                         RoPE scaling over the file's, as llama.cpp's flags (e.g. yarn, 4, 32768)\n"
     "  --quiet                no per-request log lines\n"
     "  --trace                print calls and time per op at shutdown (slows the server)\n"
     "\n"
@@ -90,6 +92,14 @@ int cmd_serve(int argc, char **argv) {
         if (!strcmp(f, "--no-mmap")) { o.no_mmap = true; continue; }
         if (!strcmp(f, "--quiet")) { o.quiet = true; continue; }
         if (!strcmp(f, "--trace")) { o.trace = true; continue; }
+        cli_rope_args rope = {o.rope_scaling_set, o.rope_scaling, o.rope_scale, o.yarn_orig_ctx};
+        int r = cli_rope_flag("serve", &rope, argc, argv, &i);
+        if (r < 0) goto out;
+        if (r > 0) {
+            o.rope_scaling_set = rope.scaling_set, o.rope_scaling = rope.scaling;
+            o.rope_scale = rope.scale, o.yarn_orig_ctx = rope.orig_ctx;
+            continue;
+        }
         if (!(v = cli_flag_value("serve", argc, argv, &i))) goto out;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) o.model_path = v;
         else if (!strcmp(f, "--quantize")) {

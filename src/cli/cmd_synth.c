@@ -11,10 +11,12 @@
 #include <time.h>
 
 static const char *usage_text =
-    "usage: inferno synth -o OUT.gguf [--type f32|f16|bf16|q8_0] [--layers N] [--embd N]\n"
+    "usage: inferno synth -o OUT.gguf [--geometry 0.6b|1.7b|4b|8b|14b|32b] [--type f32|f16|bf16|q8_0]\n"
+    "                     [--layers N] [--embd N]\n"
     "                     [--ff N] [--heads N] [--kv-heads N] [--head-dim N] [--ctx N]\n"
     "                     [--vocab N] [--untied] [--seed S] [--tokenizer tokenizer.json]\n"
     "                     [--tokenizer-config tokenizer_config.json] [--name NAME]\n"
+    "                     [--rope-scaling none|linear|yarn --rope-scale F --yarn-orig-ctx N]\n"
     "\n"
     "Writes a Qwen3 model with RANDOM weights (deterministic for a seed), laid out\n"
     "exactly as llama.cpp's converter writes Qwen3. Defaults: the Qwen3-0.6B geometry\n"
@@ -24,7 +26,14 @@ static const char *usage_text =
     "tokenizer_config.json beside the tokenizer.json).\n"
     "  --vocab N     0 = full (151936 rows, padded as Qwen3's config); else the first\n"
     "                N - 26 BPE tokens, then the 26 added tokens\n"
-    "  --untied      write a separate output.weight\n";
+    "  --untied      write a separate output.weight\n"
+    "  --geometry G  the shape of a released Qwen3 model (its config.json): layers, hidden,\n"
+    "                FFN, heads, KV heads, tied or not; the other flags change it from there\n"
+    "                (e.g. --geometry 8b --layers 1), wherever they stand\n"
+    "  --rope-scaling T, --rope-scale F, --yarn-orig-ctx N\n"
+    "                write qwen3.rope.scaling.{type, factor, original_context_length} as\n"
+    "                llama.cpp's converter writes a config's rope_scaling (Qwen3's YaRN:\n"
+    "                yarn, 4, 32768)\n";
 
 /* One integer flag: its name, where it goes and its range. */
 typedef struct int_flag {
@@ -37,6 +46,12 @@ int cmd_synth(int argc, char **argv) {
     inf_synth_options opt;
     inf_synth_options_default(&opt);
     const char *out = NULL, *tokenizer = NULL, *tokenizer_config = NULL;
+    /* --geometry first, so the flags that change one dimension win wherever they stand */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--geometry") && !inf_synth_geometry(&opt, argv[i + 1]))
+            return cli_fail(EXIT_USAGE, "synth", "--geometry wants 0.6b, 1.7b, 4b, 8b, 14b or 32b, got '%s'",
+                            argv[i + 1]);
+    cli_rope_args rope = {0};
     int_flag ints[] = {
         {"--layers", &opt.n_layer, 1, 4096},     {"--embd", &opt.n_embd, 1, 1 << 20},
         {"--ff", &opt.n_ff, 1, 1 << 22},         {"--heads", &opt.n_head, 1, 1 << 16},
@@ -53,6 +68,13 @@ int cmd_synth(int argc, char **argv) {
             opt.tied_output = false;
             continue;
         }
+        if (!strcmp(a, "--geometry")) {
+            if (!cli_flag_value("synth", argc, argv, &i)) return EXIT_USAGE;
+            continue;
+        }
+        int r = cli_rope_flag("synth", &rope, argc, argv, &i);
+        if (r < 0) return EXIT_USAGE;
+        if (r > 0) continue;
         const int_flag *flag = NULL;
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
             if (!strcmp(a, ints[k].name)) flag = &ints[k];
@@ -90,6 +112,12 @@ int cmd_synth(int argc, char **argv) {
         }
     }
     if (!out) return cli_fail(EXIT_USAGE, "synth", "no output file: give -o OUT.gguf");
+    opt.rope_scaling = rope.scaling_set ? rope.scaling : rope.scale ? INF_ROPE_SCALING_YARN : INF_ROPE_SCALING_NONE;
+    opt.rope_scale = rope.scale;
+    opt.rope_orig_ctx = rope.orig_ctx ? rope.orig_ctx : opt.n_ctx_train;
+    if (opt.rope_scaling != INF_ROPE_SCALING_NONE && rope.scale == 0)
+        return cli_fail(EXIT_USAGE, "synth", "--rope-scaling %s needs --rope-scale F",
+                        inf_rope_scaling_name(opt.rope_scaling));
     if (opt.n_head % opt.n_head_kv != 0)
         return cli_fail(EXIT_USAGE, "synth", "--heads %d is not a multiple of --kv-heads %d", opt.n_head,
                         opt.n_head_kv);

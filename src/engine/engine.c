@@ -163,8 +163,8 @@ inf_status inf_engine_new(inf_model *m, const inf_engine_options *opt, inf_engin
     if (opt) o = *opt;
     else inf_engine_options_default(&o);
     const int n_ctx = o.n_ctx ? o.n_ctx : m->opt.n_ctx;
-    if (n_ctx < 2 || n_ctx > m->cfg.n_ctx_train)
-        return inf_errorf(err, INF_ERR_INVALID, "engine context length %d is outside 2..%d", n_ctx, m->cfg.n_ctx_train);
+    if (n_ctx < 2 || n_ctx > m->cfg.n_ctx_max)
+        return inf_errorf(err, INF_ERR_INVALID, "engine context length %d is outside 2..%d", n_ctx, m->cfg.n_ctx_max);
     const int bs = o.block_size ? o.block_size : DEFAULT_BLOCK_SIZE;
     if (bs < 1 || bs > 4096) return inf_errorf(err, INF_ERR_INVALID, "KV block size %d is outside 1..4096", bs);
     const int max_seqs = o.max_seqs ? o.max_seqs : DEFAULT_MAX_SEQS;

@@ -10,7 +10,9 @@
  *     num_attention_heads -> attention.head_count, num_key_value_heads ->
  *     attention.head_count_kv, head_dim -> attention.key_length and
  *     value_length, rope_theta -> rope.freq_base, rms_norm_eps ->
- *     attention.layer_norm_rms_epsilon;
+ *     attention.layer_norm_rms_epsilon, rope_scaling (or rope_parameters)
+ *     {rope_type "yarn", factor, original_max_position_embeddings} ->
+ *     rope.scaling.{type, factor, original_context_length} (parse_rope_scaling);
  *   - tensors are renamed (model.layers.N.self_attn.q_proj.weight ->
  *     blk.N.attn_q.weight, ...) and nothing is permuted (the q/k
  *     permutation of its LlamaModel is not applied to Qwen2/Qwen3); GGUF
@@ -20,7 +22,7 @@
  *   - generation_config.json -> general.sampling.{temp, top_k, top_p,
  *     min_p, penalty_repeat} (gguf-py's Metadata.load).
  * Where llama.cpp's converter would fail late or not at all, this refuses
- * early: rope_scaling (YaRN is not implemented yet), attention biases,
+ * early: rope_scaling other than linear or YaRN, attention biases,
  * sliding windows, activations other than silu.
  *
  * Defaults for absent keys are transformers' Qwen3Config defaults where
@@ -166,17 +168,67 @@ static inf_status cfg_bool(const cJSON *cfg, const char *path, const char *key, 
     return INF_OK;
 }
 
-/* A RoPE scaling object that changes nothing: null, or rope_type/type "default". */
-static inf_status check_rope_scaling(const cJSON *v, const char *path, const char *key, inf_error *err) {
+/* config.json's RoPE scaling, as llama.cpp's converter maps it to
+ * qwen3.rope.scaling.* (convert_hf_to_gguf.py, TextModel): the object is
+ * rope_parameters (transformers 5) or else rope_scaling; its rope_type (or
+ * type) "linear" with a factor writes type and factor; "yarn" with a factor
+ * also original_max_position_embeddings (from the object, else the
+ * config's top level) and, when given, extrapolation_factor,
+ * attention_factor (or attn_factor), beta_fast and beta_slow; "default"
+ * writes nothing. Every other type (longrope, dynamic, llama3, ...) is
+ * refused naming the key: the converter writes a type llama.cpp then
+ * cannot run for Qwen3, or drops it silently, and neither is what the
+ * checkpoint computes. */
+typedef struct hf_rope_scaling {
+    inf_rope_scaling kind;
+    double factor;
+    int64_t orig_ctx;
+    /* optional YaRN parameters: written when found (llama.cpp reads none of them for Qwen3) */
+    double ext_factor, attn_factor, beta_fast, beta_slow;
+    bool has_ext_factor, has_attn_factor, has_beta_fast, has_beta_slow;
+} hf_rope_scaling;
+
+static inf_status parse_rope_scaling(const cJSON *cfg, const char *path, hf_rope_scaling *r, inf_error *err) {
+    memset(r, 0, sizeof *r);
+    const char *key = "rope_parameters";
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (is_null(v)) {
+        key = "rope_scaling";
+        v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    }
     if (is_null(v)) return INF_OK;
     if (!cJSON_IsObject(v)) return inf_errorf(err, INF_ERR_FORMAT, "%s: \"%s\" must be an object or null", path, key);
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(v, "rope_type");
-    if (is_null(type)) type = cJSON_GetObjectItemCaseSensitive(v, "type");
+    const char *type_key = "rope_type";
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(v, type_key);
+    if (is_null(type)) type = cJSON_GetObjectItemCaseSensitive(v, type_key = "type");
     if (is_null(type)) return INF_OK; /* only parameters, e.g. rope_parameters {rope_theta} */
-    if (!cJSON_IsString(type)) return inf_errorf(err, INF_ERR_FORMAT, "%s: \"%s\".rope_type must be a string", path, key);
-    if (strcmp(type->valuestring, "default") != 0)
-        return inf_errorf(err, INF_ERR_UNSUPPORTED, "%s: \"%s\" of type '%.32s' is not supported yet (only unscaled RoPE)",
-                          path, key, type->valuestring);
+    if (!cJSON_IsString(type))
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: \"%s\".%s must be a string", path, key, type_key);
+    const char *t = type->valuestring;
+    if (!strcmp(t, "default")) return INF_OK;
+    if (strcmp(t, "linear") != 0 && strcmp(t, "yarn") != 0)
+        return inf_errorf(err, INF_ERR_UNSUPPORTED,
+                          "%s: \"%s\".%s '%.32s' is not supported (default, linear or yarn)", path, key, type_key, t);
+    bool found;
+    inf_status st = cfg_float(v, path, "factor", 0, 1e6, &r->factor, &found, err);
+    if (st) return st;
+    if (!found) return INF_OK; /* the converter writes nothing without a factor */
+    if (!strcmp(t, "linear")) {
+        r->kind = INF_ROPE_SCALING_LINEAR;
+        return INF_OK;
+    }
+    r->kind = INF_ROPE_SCALING_YARN;
+    const cJSON *from = v;
+    if (is_null(cJSON_GetObjectItemCaseSensitive(v, "original_max_position_embeddings"))) from = cfg;
+    if ((st = cfg_int(from, path, "original_max_position_embeddings", 1, MAX_CTX, true, &r->orig_ctx, NULL, err)))
+        return st;
+    if ((st = cfg_float(v, path, "extrapolation_factor", -1, 1e6, &r->ext_factor, &r->has_ext_factor, err)) ||
+        (st = cfg_float(v, path, "attention_factor", 0, 1e6, &r->attn_factor, &r->has_attn_factor, err)) ||
+        (!r->has_attn_factor &&
+         (st = cfg_float(v, path, "attn_factor", 0, 1e6, &r->attn_factor, &r->has_attn_factor, err))) ||
+        (st = cfg_float(v, path, "beta_fast", 0, 1e6, &r->beta_fast, &r->has_beta_fast, err)) ||
+        (st = cfg_float(v, path, "beta_slow", 0, 1e6, &r->beta_slow, &r->has_beta_slow, err)))
+        return st;
     return INF_OK;
 }
 
@@ -185,6 +237,7 @@ typedef struct hf_config {
     int64_t n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_vocab, n_ctx;
     bool has_ctx;
     double rope_theta, rms_eps;
+    hf_rope_scaling rope;
     bool tied, tied_known;
 } hf_config;
 
@@ -236,9 +289,7 @@ static inf_status parse_config(const char *path, const cJSON *cfg, hf_config *c,
     if (!found && cJSON_IsObject(rope_params) &&
         (st = cfg_float(rope_params, path, "rope_theta", 0, 1e12, &c->rope_theta, &found, err)))
         return st;
-    if ((st = check_rope_scaling(cJSON_GetObjectItemCaseSensitive(cfg, "rope_scaling"), path, "rope_scaling", err)) ||
-        (st = check_rope_scaling(rope_params, path, "rope_parameters", err)))
-        return st;
+    if ((st = parse_rope_scaling(cfg, path, &c->rope, err))) return st;
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
     if (!is_null(act) && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0))
         return inf_errorf(err, INF_ERR_UNSUPPORTED, "%s: \"hidden_act\" is not \"silu\"", path);
@@ -393,6 +444,18 @@ static void set_metadata(builder *b, const char *dir, const hf_config *c) {
     kv_u32(b, "qwen3.attention.head_count_kv", (uint32_t)c->n_head_kv);
     kv_u32(b, "qwen3.attention.key_length", (uint32_t)c->head_dim);
     kv_u32(b, "qwen3.attention.value_length", (uint32_t)c->head_dim);
+    const hf_rope_scaling *r = &c->rope;
+    if (r->kind != INF_ROPE_SCALING_NONE) {
+        kv_str(b, "qwen3.rope.scaling.type", inf_rope_scaling_name(r->kind));
+        kv_f32(b, "qwen3.rope.scaling.factor", r->factor);
+    }
+    if (r->kind == INF_ROPE_SCALING_YARN) {
+        kv_u32(b, "qwen3.rope.scaling.original_context_length", (uint32_t)r->orig_ctx);
+        if (r->has_ext_factor) kv_f32(b, "qwen3.rope.scaling.yarn_ext_factor", r->ext_factor);
+        if (r->has_attn_factor) kv_f32(b, "qwen3.rope.scaling.yarn_attn_factor", r->attn_factor);
+        if (r->has_beta_fast) kv_f32(b, "qwen3.rope.scaling.yarn_beta_fast", r->beta_fast);
+        if (r->has_beta_slow) kv_f32(b, "qwen3.rope.scaling.yarn_beta_slow", r->beta_slow);
+    }
     kv_f32(b, "qwen3.rope.freq_base", c->rope_theta);
     kv_f32(b, "qwen3.attention.layer_norm_rms_epsilon", c->rms_eps);
 }

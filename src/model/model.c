@@ -77,6 +77,84 @@ static inf_status get_dim(const gguf_file *f, const char *key, bool optional, in
     return INF_OK;
 }
 
+const char *inf_rope_scaling_name(inf_rope_scaling s) {
+    return s == INF_ROPE_SCALING_LINEAR ? "linear" : s == INF_ROPE_SCALING_YARN ? "yarn" : "none";
+}
+
+bool inf_rope_scaling_from_name(const char *name, inf_rope_scaling *out) {
+    static const inf_rope_scaling all[] = {INF_ROPE_SCALING_NONE, INF_ROPE_SCALING_LINEAR, INF_ROPE_SCALING_YARN};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (!strcmp(name, inf_rope_scaling_name(all[i]))) {
+            *out = all[i];
+            return true;
+        }
+    return false;
+}
+
+/* qwen3.rope.scaling.*, the keys llama.cpp reads for Qwen3 (llama_model's
+ * load_hparams): type, factor (or the older rope.scale_linear),
+ * original_context_length, attn_factor. It reads none of the converter's
+ * yarn_ext_factor, yarn_attn_factor, yarn_beta_fast, yarn_beta_slow or
+ * yarn_log_multiplier for Qwen3 (only for other architectures), so neither
+ * do we: the same file gives the same frequencies. */
+static inf_status load_rope_scaling(const gguf_file *f, qwen3_config *c, inf_error *err) {
+    const gguf_string *type = NULL;
+    inf_status st = gguf_get_string(f, "qwen3.rope.scaling.type", true, &type, err);
+    if (st) return st;
+    double factor = 0, attn = 1;
+    if ((st = gguf_get_float(f, "qwen3.rope.scaling.factor", true, &factor, err))) return st;
+    if (!gguf_find(f, "qwen3.rope.scaling.factor") &&
+        (st = gguf_get_float(f, "qwen3.rope.scale_linear", true, &factor, err)))
+        return st;
+    if (!(factor >= 0) || factor > 1e6)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: qwen3.rope.scaling.factor = %g is out of range (0..1e6)", f->path,
+                          factor);
+    if ((st = gguf_get_float(f, "qwen3.rope.scaling.attn_factor", true, &attn, err))) return st;
+    if (!(attn > 0) || attn > 1e6)
+        return inf_errorf(err, INF_ERR_FORMAT, "%s: qwen3.rope.scaling.attn_factor = %g is out of range", f->path,
+                          attn);
+    c->rope_orig_ctx = c->n_ctx_train;
+    if ((st = get_dim(f, "qwen3.rope.scaling.original_context_length", true, MAX_CTX, &c->rope_orig_ctx, err)))
+        return st;
+    /* llama.cpp's default type is "linear" (a factor of 0 or 1 changes nothing) */
+    c->rope_scaling = factor != 0 ? INF_ROPE_SCALING_LINEAR : INF_ROPE_SCALING_NONE;
+    if (type && !inf_rope_scaling_from_name(type->data, &c->rope_scaling))
+        return inf_errorf(err, INF_ERR_UNSUPPORTED,
+                          "%s: qwen3.rope.scaling.type '%.32s' is not supported (none, linear or yarn)", f->path,
+                          type->data);
+    c->rope_scale = (float)factor;
+    c->rope_attn_factor = (float)attn;
+    return INF_OK;
+}
+
+/* The frequencies in use: the file's scaling, overridden by the load
+ * options as llama.cpp's context parameters override it, and the longest
+ * context that allows (llama.cpp's n_ctx_orig_yarn / freq_scale). */
+static inf_status apply_rope_options(qwen3_config *c, const inf_load_options *o, const char *path, inf_error *err) {
+    if (o->rope_scaling_set) {
+        if ((unsigned)o->rope_scaling > INF_ROPE_SCALING_YARN)
+            return inf_errorf(err, INF_ERR_INVALID, "unknown RoPE scaling %d", (int)o->rope_scaling);
+        c->rope_scaling = o->rope_scaling;
+    }
+    if (!(o->rope_scale >= 0) || o->rope_scale > 1e6f)
+        return inf_errorf(err, INF_ERR_INVALID, "RoPE scale %g is out of range (0..1e6)", (double)o->rope_scale);
+    if (o->rope_scale != 0) c->rope_scale = o->rope_scale;
+    if (o->yarn_orig_ctx < 0 || o->yarn_orig_ctx > MAX_CTX)
+        return inf_errorf(err, INF_ERR_INVALID, "YaRN original context %d is out of range", o->yarn_orig_ctx);
+    if (o->yarn_orig_ctx) c->rope_orig_ctx = o->yarn_orig_ctx;
+    if (c->rope_scaling != INF_ROPE_SCALING_NONE && c->rope_scale == 0) c->rope_scaling = INF_ROPE_SCALING_NONE;
+    if (c->rope_scaling == INF_ROPE_SCALING_NONE) c->rope_scale = 0;
+    inf_rope_init(&c->rope, c->head_dim, c->rope_freq_base, c->rope_scaling, c->rope_scale, c->rope_orig_ctx,
+                  c->rope_attn_factor);
+    c->n_ctx_max = c->n_ctx_train;
+    if (c->rope_scaling != INF_ROPE_SCALING_NONE && c->rope_scale > 1) {
+        const double longest = (double)c->rope_orig_ctx * c->rope_scale;
+        if (longest > c->n_ctx_max) c->n_ctx_max = longest < MAX_CTX ? (int)longest : MAX_CTX;
+    }
+    (void)path;
+    return INF_OK;
+}
+
 static inf_status load_config(const gguf_file *f, qwen3_config *c, inf_error *err) {
     const gguf_string *arch = NULL;
     inf_status st = gguf_get_string(f, "general.architecture", false, &arch, err);
@@ -125,6 +203,7 @@ static inf_status load_config(const gguf_file *f, qwen3_config *c, inf_error *er
                           "%s: qwen3.attention.layer_norm_rms_epsilon = %g is out of range", f->path, eps);
     c->rope_freq_base = (float)base;
     c->rms_norm_eps = (float)eps;
+    if ((st = load_rope_scaling(f, c, err))) return st;
     c->q_dim = c->n_head * c->head_dim;
     c->kv_dim = c->n_head_kv * c->head_dim;
     return INF_OK;
@@ -347,9 +426,13 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
                         "%s: a q8_0 KV cache needs qwen3.attention.key_length (head_dim %d) to be a multiple of %d",
                         path, m->cfg.head_dim, INF_Q8_0_BLOCK);
     if (!st) choose_kv_rotation(m);
-    if (!st && m->opt.n_ctx > m->cfg.n_ctx_train)
-        st = inf_errorf(err, INF_ERR_INVALID, "context length %d exceeds the model's %d",
-                        m->opt.n_ctx, m->cfg.n_ctx_train);
+    if (!st) st = apply_rope_options(&m->cfg, opt, path, err);
+    if (!st && m->opt.n_ctx > m->cfg.n_ctx_max)
+        st = inf_errorf(err, INF_ERR_INVALID, "context length %d exceeds the model's %d%s", m->opt.n_ctx,
+                        m->cfg.n_ctx_max,
+                        m->cfg.rope_scaling == INF_ROPE_SCALING_NONE
+                            ? " (longer contexts need RoPE scaling: --rope-scaling yarn --rope-scale F)"
+                            : "");
     if (!st) st = load_tokenizer(m, err);
     if (!st && m->tokenizer && inf_tokenizer_n_vocab(m->tokenizer) > m->cfg.n_vocab)
         st = inf_errorf(err, INF_ERR_FORMAT, "%s: the tokenizer has %d tokens but token_embd has %d rows",
@@ -400,7 +483,12 @@ void inf_model_get_info(const inf_model *m, inf_model_info *out) {
         .head_dim = m->cfg.head_dim,
         .n_vocab = m->cfg.n_vocab,
         .n_ctx_train = m->cfg.n_ctx_train,
+        .n_ctx_max = m->cfg.n_ctx_max,
         .rope_freq_base = m->cfg.rope_freq_base,
+        .rope_scaling = m->cfg.rope_scaling,
+        .rope_scale = m->cfg.rope_scaling == INF_ROPE_SCALING_NONE ? 1.0f : m->cfg.rope_scale,
+        .rope_orig_ctx = m->cfg.rope_orig_ctx,
+        .rope_attn_factor = m->cfg.rope.mscale,
         .rms_norm_eps = m->cfg.rms_norm_eps,
         .tied_output = m->tied_output,
         .weight_type = m->weight_type,

@@ -21,6 +21,14 @@ typedef struct qwen3_config {
     int n_vocab;    /* rows of token_embd */
     int n_ctx_train;
     float rope_freq_base;
+    /* RoPE scaling as the file states it (qwen3.rope.scaling.*), then as
+     * used, with the load options' overrides: */
+    inf_rope_scaling rope_scaling; /* type; absent with a factor: linear (llama.cpp's default) */
+    float rope_scale;              /* factor; 0 when absent */
+    int rope_orig_ctx;             /* original_context_length; n_ctx_train when absent */
+    float rope_attn_factor;        /* attn_factor; 1 when absent */
+    inf_rope rope;                 /* the frequencies every layer's RoPE uses (ops.h) */
+    int n_ctx_max;                 /* longest context: n_ctx_train, or rope_orig_ctx * factor if longer */
     float rms_norm_eps;
     int q_dim;      /* n_head * head_dim */
     int kv_dim;     /* n_head_kv * head_dim */
@@ -93,6 +101,7 @@ size_t qwen3_kv_bytes(const inf_model *m, int block_size, int n_blocks);
 typedef struct qwen3_seq_rows {
     int n;
     int pos0;
+    int rope_offset;       /* RoPE positions are pos0 + rope_offset + i (a session's window; else 0) */
     bool decode;           /* a generated token (n == 1): the decode kernels */
     const int32_t *blocks; /* block table */
     int n_logits;          /* rows wanting logits: 0, 1 (the last) or n (all) */
@@ -135,6 +144,7 @@ struct inf_session {
     inf_model *model;
     int n_ctx;
     int n_past;
+    int rope_offset; /* RoPE position of cache row 0 (inf_session_set_rope_offset) */
     qwen3_kv kv;
     qwen3_work work;
 };

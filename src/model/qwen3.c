@@ -118,7 +118,7 @@ void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const 
     for (int s = 0; s < n_seqs; s++) {
         const qwen3_seq_rows *sq = &seqs[s];
         for (int i = 0; i < sq->n; i++) {
-            w->pos[n + i] = sq->pos0 + i;
+            w->pos[n + i] = sq->pos0 + sq->rope_offset + i;
             if (i >= sq->n - sq->n_logits) w->keep[n_keep++] = n + i;
         }
         if (sq->decode) n_decode += sq->n;
@@ -143,8 +143,8 @@ void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const 
         ops->matmul_group(ops, qkv_w, 3, h, n, n_decode, qkv, w->scratch);
         ops->rmsnorm(ops, w->q, w->q, L->q_norm, n * c->n_head, c->head_dim, c->rms_norm_eps);
         ops->rmsnorm(ops, w->k, w->k, L->k_norm, n * c->n_head_kv, c->head_dim, c->rms_norm_eps);
-        ops->rope_neox(ops, w->q, n, c->n_head, c->head_dim, w->pos, c->rope_freq_base);
-        ops->rope_neox(ops, w->k, n, c->n_head_kv, c->head_dim, w->pos, c->rope_freq_base);
+        ops->rope_neox(ops, w->q, n, c->n_head, c->head_dim, w->pos, &c->rope);
+        ops->rope_neox(ops, w->k, n, c->n_head_kv, c->head_dim, w->pos, &c->rope);
         if (m->kv_rot_qk) { /* rotated rows go into a Q8_0 cache (model.h) */
             ops->hadamard(ops, w->q, n * c->q_dim / m->kv_rot_qk, m->kv_rot_qk);
             ops->hadamard(ops, w->k, n * c->kv_dim / m->kv_rot_qk, m->kv_rot_qk);

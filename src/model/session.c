@@ -13,9 +13,9 @@
 inf_status inf_session_new(inf_model *m, int n_ctx, inf_session **out, inf_error *err) {
     *out = NULL;
     if (n_ctx == 0) n_ctx = m->opt.n_ctx;
-    if (n_ctx < 1 || n_ctx > m->cfg.n_ctx_train)
+    if (n_ctx < 1 || n_ctx > m->cfg.n_ctx_max)
         return inf_errorf(err, INF_ERR_INVALID, "context length %d is outside 1..%d", n_ctx,
-                          m->cfg.n_ctx_train);
+                          m->cfg.n_ctx_max);
     inf_session *s = calloc(1, sizeof *s);
     if (!s) return inf_errorf(err, INF_ERR_NOMEM, "out of memory for a session");
     s->model = m;
@@ -61,6 +61,14 @@ inf_status inf_session_truncate(inf_session *s, int n_past, inf_error *err) {
     return INF_OK;
 }
 
+inf_status inf_session_set_rope_offset(inf_session *s, int offset, inf_error *err) {
+    if (s->n_past != 0) return inf_errorf(err, INF_ERR_INVALID, "the RoPE offset is set on an empty session only");
+    if (offset < 0 || offset > INT32_MAX - s->n_ctx)
+        return inf_errorf(err, INF_ERR_INVALID, "RoPE offset %d is out of range", offset);
+    s->rope_offset = offset;
+    return INF_OK;
+}
+
 inf_status inf_session_eval(inf_session *s, const int32_t *tokens, int n, inf_logits_mode mode,
                             float *logits, inf_error *err) {
     if (n < 1) return inf_errorf(err, INF_ERR_INVALID, "no tokens to evaluate");
@@ -88,6 +96,7 @@ inf_status inf_session_eval(inf_session *s, const int32_t *tokens, int n, inf_lo
         const qwen3_seq_rows rows = {
             .n = n_pass,
             .pos0 = s->n_past,
+            .rope_offset = s->rope_offset,
             .decode = n == 1,
             .blocks = inf_kv_single_block,
             .n_logits = mode == INF_LOGITS_ALL ? n_pass : last && mode == INF_LOGITS_LAST ? 1 : 0,

@@ -598,6 +598,19 @@ static void write_metadata(meta *m, const inf_synth_options *o, const vocab *v, 
     meta_u32(m, "qwen3.feed_forward_length", (uint32_t)o->n_ff);
     meta_u32(m, "qwen3.attention.head_count", (uint32_t)o->n_head);
     meta_u32(m, "qwen3.attention.head_count_kv", (uint32_t)o->n_head_kv);
+    /* the converter's rope scaling keys (from config.json's rope_scaling)
+     * come before the frequency base: a source's as it has them, else the
+     * options' */
+    if (source) {
+        for (uint64_t i = 0; i < source->n_kv; i++)
+            if (!strncmp(source->kv[i].key.data, "qwen3.rope.scaling.", 19))
+                gguf_writer_set_value(m->w, source->kv[i].key.data, &source->kv[i].value);
+    } else if (o->rope_scaling != INF_ROPE_SCALING_NONE) {
+        meta_str(m, "qwen3.rope.scaling.type", inf_rope_scaling_name(o->rope_scaling));
+        meta_f32(m, "qwen3.rope.scaling.factor", o->rope_scale);
+        if (o->rope_scaling == INF_ROPE_SCALING_YARN)
+            meta_u32(m, "qwen3.rope.scaling.original_context_length", (uint32_t)o->rope_orig_ctx);
+    }
     meta_f32(m, "qwen3.rope.freq_base", o->rope_freq_base);
     meta_f32(m, "qwen3.attention.layer_norm_rms_epsilon", o->rms_norm_eps);
     meta_u32(m, "qwen3.attention.key_length", (uint32_t)o->head_dim);
@@ -625,6 +638,38 @@ static void write_metadata(meta *m, const inf_synth_options *o, const vocab *v, 
 
 /* ------------------------------------------------------------------ entry points */
 
+/* The released Qwen3 dense models' config.json values (Qwen/Qwen3-*):
+ * every one has head_dim 128, 8 KV heads, max_position_embeddings 40960
+ * (32768 native, 131072 with YaRN factor 4), rope_theta 1e6, rms_norm_eps
+ * 1e-6 and vocab_size 151936. */
+static const struct {
+    const char *name;
+    int n_layer, n_embd, n_ff, n_head;
+    bool tied;
+} qwen3_geometries[] = {
+    {"0.6b", 28, 1024, 3072, 16, true},  {"1.7b", 28, 2048, 6144, 16, true},
+    {"4b", 36, 2560, 9728, 32, true},    {"8b", 36, 4096, 12288, 32, false},
+    {"14b", 40, 5120, 17408, 40, false}, {"32b", 64, 5120, 25600, 64, false},
+};
+
+bool inf_synth_geometry(inf_synth_options *opt, const char *name) {
+    for (size_t i = 0; i < sizeof qwen3_geometries / sizeof *qwen3_geometries; i++) {
+        if (strcmp(name, qwen3_geometries[i].name) != 0) continue;
+        opt->n_layer = qwen3_geometries[i].n_layer;
+        opt->n_embd = qwen3_geometries[i].n_embd;
+        opt->n_ff = qwen3_geometries[i].n_ff;
+        opt->n_head = qwen3_geometries[i].n_head;
+        opt->n_head_kv = 8;
+        opt->head_dim = 128;
+        opt->n_ctx_train = 40960;
+        opt->rope_freq_base = 1e6f;
+        opt->rms_norm_eps = 1e-6f;
+        opt->tied_output = qwen3_geometries[i].tied;
+        return true;
+    }
+    return false;
+}
+
 static inf_status check_options(const inf_synth_options *o, inf_error *err) {
     struct {
         const char *name;
@@ -644,6 +689,13 @@ static inf_status check_options(const inf_synth_options *o, inf_error *err) {
                           o->n_head_kv);
     if (!(o->rope_freq_base > 0 && isfinite(o->rope_freq_base)) || !(o->rms_norm_eps > 0 && isfinite(o->rms_norm_eps)))
         return inf_errorf(err, INF_ERR_INVALID, "synth: rope_freq_base and rms_norm_eps must be positive");
+    if ((unsigned)o->rope_scaling > INF_ROPE_SCALING_YARN)
+        return inf_errorf(err, INF_ERR_INVALID, "synth: unknown RoPE scaling %d", (int)o->rope_scaling);
+    if (o->rope_scaling != INF_ROPE_SCALING_NONE && !(o->rope_scale > 0 && o->rope_scale <= 1e6f))
+        return inf_errorf(err, INF_ERR_INVALID, "synth: RoPE scaling needs a factor in (0, 1e6], got %g",
+                          (double)o->rope_scale);
+    if (o->rope_scaling == INF_ROPE_SCALING_YARN && o->rope_orig_ctx < 1)
+        return inf_errorf(err, INF_ERR_INVALID, "synth: YaRN needs the original context length");
     if (!synth_type((uint32_t)o->weight_type))
         return inf_errorf(err, INF_ERR_INVALID, "synth: weight type %d is not f32, f16, bf16 or q8_0",
                           (int)o->weight_type);

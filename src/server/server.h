@@ -44,6 +44,10 @@ typedef struct server_options {
     bool no_mmap;             /* --no-mmap */
     bool quantize;            /* --quantize TYPE */
     inf_dtype quantize_type;
+    bool rope_scaling_set;    /* --rope-scaling, --rope-scale, --yarn-orig-ctx (inf_load_options) */
+    inf_rope_scaling rope_scaling;
+    float rope_scale;
+    int yarn_orig_ctx;
     bool quiet;               /* --quiet: no per-request log lines */
     bool trace;               /* --trace: per-op calls and times on stderr at shutdown */
 } server_options;

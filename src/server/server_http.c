@@ -433,6 +433,10 @@ static void *loader_main(void *arg) {
     lo.kv_type = o->kv_type;
     lo.quantize = o->quantize;
     lo.quantize_type = o->quantize_type;
+    lo.rope_scaling_set = o->rope_scaling_set;
+    lo.rope_scaling = o->rope_scaling;
+    lo.rope_scale = o->rope_scale;
+    lo.yarn_orig_ctx = o->yarn_orig_ctx;
     lo.n_ctx = o->n_ctx ? o->n_ctx : 1; /* the sessions' size; the engine has its own */
     if (inf_model_load(o->model_path, &lo, &srv->model, &err)) goto fail;
     inf_model_info info;
