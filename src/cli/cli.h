@@ -77,7 +77,8 @@ int cli_model_flag(const char *cmd, cli_model_args *a, int argc, char **argv, in
 /* -m ORG/NAME[:TAG] (hub_resolve_cached): when *path does not exist on
  * disk but has that shape, it becomes the cached GGUF or checkpoint folder
  * the Hugging Face cache holds for it (offline; `inferno pull` fills the
- * cache). A path that exists wins. Returns 0, or 1 after printing why the
+ * cache). A path that exists wins, and one ending in .gguf, .safetensors or
+ * .json is left to the loader. Returns 0, or 1 after printing why the
  * cache cannot give it. The new string lives until exit. */
 int cli_resolve_model(const char *cmd, const char **path);
 

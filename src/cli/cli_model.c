@@ -89,6 +89,14 @@ static void free_resolved(void) {
 int cli_resolve_model(const char *cmd, const char **path) {
     char repo[HUB_REPO_MAX], tag[HUB_TAG_MAX];
     if (!*path || access(*path, F_OK) == 0 || !hub_parse_spec(*path, repo, tag)) return 0;
+    /* dir/model.gguf that is not there is a mistyped file, not a repository:
+     * the loader's "cannot open" says so better */
+    static const char *const file_suffixes[] = {".gguf", ".safetensors", ".json"};
+    size_t len = strlen(*path);
+    for (size_t i = 0; i < sizeof file_suffixes / sizeof file_suffixes[0]; i++) {
+        size_t n = strlen(file_suffixes[i]);
+        if (len > n && !strcmp(*path + len - n, file_suffixes[i])) return 0;
+    }
     if (n_resolved == MAX_RESOLVED) return cli_fail(EXIT_RUNTIME, cmd, "too many models named");
     hub_error err = {{0}};
     char *found;

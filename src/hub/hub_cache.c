@@ -209,8 +209,8 @@ bool hub_resolve_cached(const char *repo, const char *tag, char **path, hub_erro
     if (!hub_cache_dir(hub, err)) return false;
     hub_repo_dir(hub, repo, repo_dir);
     if (!hub_ref_read(repo_dir, "main", commit))
-        return fail(err, "%s is not in the Hugging Face cache (%s); run: inferno pull %s%s%s", repo, hub, repo, colon,
-                    tag);
+        return fail(err, "%s%s%s is no file here and not in the Hugging Face cache (%s); run: inferno pull %s%s%s", repo,
+                    colon, tag, hub, repo, colon, tag);
     struct stat st;
     if (!path_join(snapshot, "%s/snapshots/%s", repo_dir, commit)) return fail(err, "path too long: %s", repo_dir);
     if (stat(snapshot, &st) != 0 || !S_ISDIR(st.st_mode))

@@ -359,7 +359,8 @@ bool hub_head_file(hub_client *c, const char *repo, const char *rev, const char 
         if (!(status >= 200 && status < 300) && !redirect) {
             char what[400];
             describe_status(status, h, what, sizeof what);
-            ok = fail(err, "%s: %s", url, what);
+            ok = fail(err, "%s: %s%s", url, what,
+                      status == 401 || status == 403 ? " (a private or gated repository needs a token in HF_TOKEN)" : "");
             break;
         }
         if (redirect && strncmp(h->location, "http://", 7) != 0 && strncmp(h->location, "https://", 8) != 0) {

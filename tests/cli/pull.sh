@@ -146,10 +146,12 @@ check "tokenize -m ORG/NAME:TAG" '"$INFERNO" tokenize -m test/tiny-GGUF:Q8_0 hi 
 check "-m resolution made no requests" '[ "$(requests)" -eq "$before" ]'
 fails_with "info: tag not in the cache" 1 "no GGUF tagged F16 in the cache (cached: Q8_0); run: inferno pull test/tiny-GGUF:F16" \
     "$INFERNO" info -m test/tiny-GGUF:F16
-fails_with "info: repository not in the cache" 1 "test/never is not in the Hugging Face cache.*run: inferno pull test/never:Q8_0" \
+fails_with "info: repository not in the cache" 1 "test/never:Q8_0 is no file here and not in the Hugging Face cache.*run: inferno pull test/never:Q8_0" \
     "$INFERNO" info -m test/never:Q8_0
 fails_with "run: repository not in the cache" 1 "run: inferno pull test/never" "$INFERNO" run -m test/never -p hi
 fails_with "serve: repository not in the cache" 1 "run: inferno pull test/never" "$INFERNO" serve -m test/never --port 0
+fails_with "a missing dir/file.gguf is a file error, not a repository" 1 "nope/x.gguf" "$INFERNO" info -m nope/x.gguf
+check "... and does not mention the cache" '! grep -q "Hugging Face cache" "$tmp/err"'
 mkdir -p "$tmp/wd/test"
 cp "$g/tiny-F16.gguf" "$tmp/wd/test/tiny-GGUF:Q8_0"
 inferno_abs=$(cd "$(dirname "$INFERNO")" && pwd)/$(basename "$INFERNO")
@@ -173,7 +175,8 @@ cst=$(commit_of test/tiny-st)
 check "safetensors: the path is the snapshot folder" '[ "$out" = "$tmp/hf-default/hub/models--test--tiny-st/snapshots/$cst" ]'
 check "safetensors: config, tokenizer, index and both shards, nothing else" '[ "$(ls "$out" | tr "\n" " ")" = "config.json generation_config.json model-00001-of-00002.safetensors model-00002-of-00002.safetensors model.safetensors.index.json tokenizer.json tokenizer_config.json " ]'
 check "safetensors: shard bytes" 'cmp -s "$out/model-00002-of-00002.safetensors" "$st/model-00002-of-00002.safetensors"'
-check "safetensors: a JSON blob is named by its git blob id" '[ "$(readlink "$out/config.json")" = "../../blobs/$(git hash-object "$st/config.json")" ]'
+git_blob_id() { { printf 'blob %d\000' "$(wc -c <"$1")"; cat "$1"; } | sha1sum | cut -d' ' -f1; }
+check "safetensors: a JSON blob is named by its git blob id" '[ "$(readlink "$out/config.json")" = "../../blobs/$(git_blob_id "$st/config.json")" ]'
 check "tokenize -m ORG/NAME reads the cached checkpoint" '[ "$("$INFERNO" tokenize -m test/tiny-st hello)" = "[14990]" ]'
 fails_with "a tag on a repository without GGUFs" 1 "holds no GGUF files" "$INFERNO" pull test/tiny-st:Q8_0
 
