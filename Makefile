@@ -179,6 +179,11 @@ $(BUILD)/kernel-tests/%: tests/%.c $(TEST_LIB) tests/harness.h $(BUILD)/libinfer
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(BUILD)/libinferno.a
 	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -Itests/fuzz $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
 
+# The hub client's fuzz target links its library too.
+$(BUILD)/fuzz_hub: tests/fuzz/fuzz_hub.c tests/fuzz/fuzz_common.h $(BUILD)/libinferno-hub.a $(BUILD)/libinferno.a
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -Itests/fuzz $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno-hub.a \
+	    $(BUILD)/libinferno.a $(LDLIBS) $(HUB_LDLIBS) $(INF_LDLIBS)
+
 # The server's fuzz targets link its library too.
 $(BUILD)/fuzz_server_%: tests/fuzz/fuzz_server_%.c tests/fuzz/fuzz_common.h $(BUILD)/libinferno-server.a \
                         $(BUILD)/libinferno.a

@@ -13,6 +13,8 @@
  *              by '.' or '-' anywhere, as -hf; the default
  *              Q4_K_M then Q8_0 then the first, side files skipped, split
  *              files by their first part) and the list of tags;
+ *   revision   the API's answer: commit and sorted names, and each way it
+ *              can be malformed refused with a message naming the field;
  *   cache      hub_resolve_cached over a hand-made cache: a cached GGUF, a
  *              tag not cached, a repository not pulled, a safetensors
  *              snapshot folder.
@@ -164,6 +166,36 @@ static void test_gguf(void) {
                "side files are not models");
 }
 
+static void test_revision(void) {
+    test_begin("revision");
+    const char *json = "{\"id\":\"o/m\",\"sha\":\"0123456789ABCDEF0123456789abcdef01234567\","
+                       "\"siblings\":[{\"rfilename\":\"b.gguf\"},{\"rfilename\":\"a/c.json\"}]}";
+    char commit[HUB_COMMIT_LEN + 1];
+    char **names = NULL;
+    size_t n = 0;
+    hub_error err = {{0}};
+    TEST_CHECK(hub_revision_parse(json, strlen(json), commit, &names, &n, &err) && n == 2 &&
+                   !strcmp(names[0], "a/c.json") && !strcmp(names[1], "b.gguf") &&
+                   !strcmp(commit, "0123456789abcdef0123456789abcdef01234567"),
+               "a revision: sorted names, lower-case commit (%s)", err.msg);
+    hub_free_list(names, n);
+    static const struct {
+        const char *json, *error;
+    } bad[] = {
+        {"[]", "not a JSON object"},
+        {"{\"sha\":\"abc\",\"siblings\":[]}", "no 40-digit commit in \"sha\""},
+        {"{\"sha\":\"0123456789abcdef0123456789abcdef01234567\"}", "no \"siblings\" array"},
+        {"{\"sha\":\"0123456789abcdef0123456789abcdef01234567\",\"siblings\":[{\"rfilename\":\"../x\"}]}",
+         "siblings[0].rfilename '../x' is not a safe relative path"},
+        {"{\"sha\":\"0123456789abcdef0123456789abcdef01234567\",\"siblings\":[{\"rfilename\":\"a\"},7]}",
+         "siblings[1] has no \"rfilename\" string"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        TEST_CHECK(!hub_revision_parse(bad[i].json, strlen(bad[i].json), commit, &names, &n, &err) &&
+                       !strcmp(err.msg, bad[i].error) && !names,
+                   "bad revision %zu: '%s'", i, err.msg);
+}
+
 static bool write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     if (!f) return false;
@@ -233,6 +265,7 @@ int main(void) {
     test_specs();
     test_paths();
     test_gguf();
+    test_revision();
     test_cache();
     return test_summary();
 }

@@ -85,6 +85,14 @@ size_t hub_gguf_parts(const char *const *paths, size_t n, int chosen, size_t *ou
 /* The distinct tags of the model GGUFs in paths, ", "-separated, into out. */
 void hub_gguf_tags(const char *const *paths, size_t n, char *out, size_t cap);
 
+/* The API's answer for a revision (/api/models/ORG/NAME/revision/REV):
+ * "sha" (a commit, lower-cased into commit) and "siblings"[].rfilename,
+ * each a safe relative path, at most HUB_MAX_SIBLINGS, as *names (malloc'd,
+ * sorted; free with hub_free_list). */
+enum { HUB_MAX_SIBLINGS = 100000 };
+bool hub_revision_parse(const char *json, size_t len, char commit[HUB_COMMIT_LEN + 1], char ***names, size_t *n,
+                        hub_error *err);
+
 /* ---- the cache (hub_cache.c): no network ---- */
 
 /* The hub cache folder (see above). False when no variable or home gives one. */

@@ -23,6 +23,8 @@ static bool fail(hub_error *err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    for (char *c = err->msg; *c; c++) /* one line, whatever the names held */
+        if ((unsigned char)*c < 0x20) *c = ' ';
     return false;
 }
 

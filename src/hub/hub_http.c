@@ -48,9 +48,9 @@ static bool fail(hub_error *err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    /* one line: the hub's own messages could hold newlines */
+    /* one line: names and the hub's own messages could hold newlines */
     for (char *p = err->msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
+        if ((unsigned char)*p < 0x20) *p = ' ';
     return false;
 }
 
@@ -511,7 +511,7 @@ static bool finish_failed(download *d, const char *incomplete_path, hub_error *e
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
     for (char *p = err->msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
+        if ((unsigned char)*p < 0x20) *p = ' ';
     close(d->fd);
     if (d->remove_partial) unlink(incomplete_path);
     return false;

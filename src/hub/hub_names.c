@@ -1,12 +1,15 @@
 /*
  * hub_names.c — the names the hub deals in, checked and taken apart without
  * touching the disk or the network: repository ids, ORG/NAME:TAG specs,
- * file paths, commits and etags, and GGUF file names (quant tag, split
- * parts) with the choice of file a tag names, as llama.cpp's -hf makes it.
+ * file paths, commits and etags, GGUF file names (quant tag, split parts)
+ * with the choice of file a tag names, as llama.cpp's -hf makes it, and the
+ * API's answer for a revision (its commit and file names).
  */
 #include "hub/hub.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,4 +225,60 @@ void hub_gguf_tags(const char *const *paths, size_t n, char *out, size_t cap) {
         if (w < 0 || (size_t)w >= cap - used) break;
         used += (size_t)w;
     }
+}
+
+static bool fail(hub_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(hub_error *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    for (char *c = err->msg; *c; c++) /* one line, whatever the names held */
+        if ((unsigned char)*c < 0x20) *c = ' ';
+    return false;
+}
+
+static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+bool hub_revision_parse(const char *json, size_t len, char commit[HUB_COMMIT_LEN + 1], char ***names, size_t *n,
+                        hub_error *err) {
+    *names = NULL;
+    *n = 0;
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    const cJSON *sha = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "sha") : NULL;
+    const cJSON *siblings = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "siblings") : NULL;
+    bool ok = true;
+    if (!cJSON_IsObject(root)) ok = fail(err, "not a JSON object");
+    else if (!cJSON_IsString(sha) || !hub_commit_valid(sha->valuestring)) ok = fail(err, "no 40-digit commit in \"sha\"");
+    else if (!cJSON_IsArray(siblings)) ok = fail(err, "no \"siblings\" array");
+    else if (cJSON_GetArraySize(siblings) > HUB_MAX_SIBLINGS) ok = fail(err, "over %d files", HUB_MAX_SIBLINGS);
+    char **list = NULL;
+    size_t count = 0;
+    if (ok) {
+        for (int i = 0; i < HUB_COMMIT_LEN; i++) commit[i] = (char)tolower((unsigned char)sha->valuestring[i]);
+        commit[HUB_COMMIT_LEN] = 0;
+        int cap = cJSON_GetArraySize(siblings);
+        if (!(list = calloc(cap > 0 ? (size_t)cap : 1, sizeof *list))) ok = fail(err, "out of memory");
+        const cJSON *s;
+        cJSON_ArrayForEach(s, siblings) {
+            if (!ok) break;
+            const cJSON *name = cJSON_IsObject(s) ? cJSON_GetObjectItemCaseSensitive(s, "rfilename") : NULL;
+            if (!cJSON_IsString(name)) ok = fail(err, "siblings[%zu] has no \"rfilename\" string", count);
+            else if (!hub_relative_path_valid(name->valuestring))
+                ok = fail(err, "siblings[%zu].rfilename '%.100s' is not a safe relative path", count, name->valuestring);
+            else if (!(list[count] = strdup(name->valuestring))) ok = fail(err, "out of memory");
+            else count++;
+        }
+    }
+    cJSON_Delete(root);
+    if (!ok) {
+        for (size_t i = 0; i < count; i++) free(list[i]);
+        free(list);
+        return false;
+    }
+    /* sorted, as the hub's tree listing: the first match of a tag is then the same everywhere */
+    if (count > 1) qsort(list, count, sizeof *list, compare_names);
+    *names = list;
+    *n = count;
+    return true;
 }

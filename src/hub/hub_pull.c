@@ -30,7 +30,6 @@
 enum {
     API_MAX_BYTES = 16 << 20,   /* a revision's JSON (siblings of thousands of files fit) */
     INDEX_MAX_BYTES = 64 << 20, /* model.safetensors.index.json */
-    MAX_SIBLINGS = 100000,
     MAX_PARTS = 1024,           /* GGUF parts or safetensors shards */
 };
 
@@ -40,6 +39,8 @@ static bool fail(hub_error *err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    for (char *c = err->msg; *c; c++) /* one line, whatever the names held */
+        if ((unsigned char)*c < 0x20) *c = ' ';
     return false;
 }
 
@@ -83,8 +84,14 @@ static bool has_sibling(const pull *p, const char *name) {
 
 /* The API's answer for the revision: commit and file names. */
 static bool read_revision(pull *p, hub_error *err) {
-    char path[1024];
-    snprintf(path, sizeof path, "/api/models/%s/revision/%s", p->o->repo, p->rev);
+    /* the revision as one path segment ('/' of refs/pr/1 as %2F, as huggingface_hub quotes it);
+     * its other characters need no escaping */
+    char rev_segment[700] = "", path[1024];
+    for (const char *c = p->rev; *c; c++) {
+        size_t used = strlen(rev_segment);
+        snprintf(rev_segment + used, sizeof rev_segment - used, *c == '/' ? "%%2F" : "%c", *c);
+    }
+    snprintf(path, sizeof path, "/api/models/%s/revision/%s", p->o->repo, rev_segment);
     char *body = NULL;
     size_t len = 0;
     long status = 0;
@@ -97,51 +104,14 @@ static bool read_revision(pull *p, hub_error *err) {
         if (status == 404) return fail(err, "%s: no such repository or revision '%s' (%s)", p->o->repo, p->rev, detail);
         return fail(err, "%s: %s", p->o->repo, detail);
     }
-    cJSON *root = cJSON_ParseWithLength(body, len);
+    bool ok = hub_revision_parse(body, len, p->commit, &p->siblings, &p->n_siblings, err);
     free(body);
-    bool ok = true;
-    const cJSON *sha = root ? cJSON_GetObjectItemCaseSensitive(root, "sha") : NULL;
-    const cJSON *siblings = root ? cJSON_GetObjectItemCaseSensitive(root, "siblings") : NULL;
-    if (!cJSON_IsObject(root)) ok = fail(err, "%s: the hub's %s is not a JSON object", p->o->repo, path);
-    else if (!cJSON_IsString(sha) || !hub_commit_valid(sha->valuestring))
-        ok = fail(err, "%s: the hub's %s has no 40-digit commit in \"sha\"", p->o->repo, path);
-    else if (!cJSON_IsArray(siblings))
-        ok = fail(err, "%s: the hub's %s has no \"siblings\" array", p->o->repo, path);
-    else if (cJSON_GetArraySize(siblings) > MAX_SIBLINGS)
-        ok = fail(err, "%s: the hub lists over %d files", p->o->repo, MAX_SIBLINGS);
-    if (ok) {
-        snprintf(p->commit, sizeof p->commit, "%s", sha->valuestring);
-        for (char *c = p->commit; *c; c++) *c = (char)(*c >= 'A' && *c <= 'F' ? *c - 'A' + 'a' : *c);
-        size_t cap = (size_t)cJSON_GetArraySize(siblings);
-        p->siblings = calloc(cap ? cap : 1, sizeof *p->siblings);
-        if (!p->siblings) ok = fail(err, "out of memory");
-        const cJSON *s;
-        cJSON_ArrayForEach(s, siblings) {
-            if (!ok) break;
-            const cJSON *name = cJSON_GetObjectItemCaseSensitive(s, "rfilename");
-            if (!cJSON_IsString(name)) {
-                ok = fail(err, "%s: a sibling in the hub's %s has no \"rfilename\" string", p->o->repo, path);
-            } else if (!hub_relative_path_valid(name->valuestring)) {
-                ok = fail(err, "%s: the hub lists a file named '%.100s', which is not a safe relative path", p->o->repo,
-                          name->valuestring);
-            } else if (!(p->siblings[p->n_siblings] = strdup(name->valuestring))) {
-                ok = fail(err, "out of memory");
-            } else {
-                p->n_siblings++;
-            }
-        }
+    if (!ok) {
+        char detail[sizeof err->msg];
+        snprintf(detail, sizeof detail, "%s", err->msg);
+        return fail(err, "%s: the hub's %s: %s", p->o->repo, path, detail);
     }
-    cJSON_Delete(root);
-    if (ok && p->n_siblings > 1) {
-        /* sorted, as the hub's tree listing: the first match of a tag is then the same everywhere */
-        for (size_t i = 1; i < p->n_siblings; i++)
-            for (size_t j = i; j > 0 && strcmp(p->siblings[j - 1], p->siblings[j]) > 0; j--) {
-                char *t = p->siblings[j];
-                p->siblings[j] = p->siblings[j - 1];
-                p->siblings[j - 1] = t;
-            }
-    }
-    return ok;
+    return true;
 }
 
 /* Holds HUB/.locks/models--ORG--NAME/ETAG.lock (huggingface_hub's lock
