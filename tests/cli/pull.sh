@@ -8,7 +8,8 @@
 # by an earlier run resumed with Range, a sha256 mismatch refused (nothing
 # left behind), HF_TOKEN, HF_ENDPOINT, 401/404/unknown tag as one-line
 # errors, a second pull that downloads nothing, and the offline -m
-# resolution (a path on disk wins). Tiny synthetic GGUFs; a second or two.
+# resolution in info, tokenize, run and serve (which answers under the
+# ORG/NAME:TAG name; a path on disk wins). Tiny synthetic GGUFs; about 3 s.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
 . tests/cli/lib.sh
 
@@ -152,6 +153,22 @@ fails_with "run: repository not in the cache" 1 "run: inferno pull test/never" "
 fails_with "serve: repository not in the cache" 1 "run: inferno pull test/never" "$INFERNO" serve -m test/never --port 0
 fails_with "a missing dir/file.gguf is a file error, not a repository" 1 "nope/x.gguf" "$INFERNO" info -m nope/x.gguf
 check "... and does not mention the cache" '! grep -q "Hugging Face cache" "$tmp/err"'
+# serve -m ORG/NAME:TAG answers under that name
+: >"$tmp/serve.err" # before the background job opens it
+"$INFERNO" serve -m test/tiny-GGUF:Q8_0 --port 0 -c 64 --parallel 1 -t 1 >"$tmp/serve.out" 2>"$tmp/serve.err" &
+serve_pid=$!
+trap 'kill $hub_pid $serve_pid 2>/dev/null; rm -rf "$tmp"' EXIT
+i=0
+while ! grep -q "ready on" "$tmp/serve.err" && kill -0 $serve_pid 2>/dev/null && [ $i -lt 100 ]; do # 10 s at most
+    sleep 0.1
+    i=$((i + 1))
+done
+serve_url=$(sed -n 's/.*ready on \(http:[^ ]*\).*/\1/p' "$tmp/serve.err" | head -n 1)
+check "serve -m ORG/NAME:TAG: /v1/models names it so" '[ -n "$serve_url" ] && [ "$(node -e "fetch(process.argv[1] + \"/v1/models\").then(r => r.json()).then(j => console.log(j.data[0].id))" "$serve_url")" = "test/tiny-GGUF:Q8_0" ]'
+kill -TERM $serve_pid 2>/dev/null
+wait $serve_pid
+serve_rc=$?
+check "serve exits 0 on SIGTERM" '[ $serve_rc -eq 0 ]'
 mkdir -p "$tmp/wd/test"
 cp "$g/tiny-F16.gguf" "$tmp/wd/test/tiny-GGUF:Q8_0"
 inferno_abs=$(cd "$(dirname "$INFERNO")" && pwd)/$(basename "$INFERNO")
