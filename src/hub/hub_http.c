@@ -6,9 +6,10 @@
  * blobs/<etag>.incomplete with the size and the sha256 checked.
  *
  * One curl handle per client, reset between requests, so connections are
- * reused. The token goes out as "Authorization: Bearer"; libcurl sends a
- * custom Authorization header only to the host it was given, so a redirect
- * to a CDN on another host does not carry it.
+ * reused. The token goes out as "Authorization: Bearer" to the endpoint's
+ * host only: a download from another host (the CDN the hub redirects to,
+ * with a signed URL) is made without it, and libcurl does not forward a
+ * custom Authorization header across a redirect to another host either.
  */
 #include "hub/hub.h"
 #include "hub/sha256.h"
@@ -232,12 +233,23 @@ static void request_setup(hub_client *c, const char *url, response_headers *h, s
     memset(h, 0, sizeof *h);
 }
 
-/* The request headers: the token's, plus extra (NULL-terminated). malloc'd list. */
-static struct curl_slist *request_headers(const hub_client *c, const char *const *extra) {
+/* The request headers: the token's (when with_token), plus extra
+ * (NULL-terminated). malloc'd list. */
+static struct curl_slist *request_headers_for(const hub_client *c, bool with_token, const char *const *extra) {
     struct curl_slist *list = NULL;
-    for (const struct curl_slist *p = c->auth; p; p = p->next) list = curl_slist_append(list, p->data);
+    for (const struct curl_slist *p = c->auth; p && with_token; p = p->next) list = curl_slist_append(list, p->data);
     for (; extra && *extra; extra++) list = curl_slist_append(list, *extra);
     return list;
+}
+
+static struct curl_slist *request_headers(const hub_client *c, const char *const *extra) {
+    return request_headers_for(c, true, extra);
+}
+
+/* url is on the endpoint's scheme, host and port. */
+static bool same_origin(const hub_client *c, const char *url) {
+    size_t n = strlen(c->origin);
+    return !strncmp(url, c->origin, n) && (url[n] == '/' || url[n] == 0);
 }
 
 typedef struct memory_body {
@@ -569,7 +581,8 @@ bool hub_download(hub_client *c, const char *url, const char *file, const char *
         char range[64];
         snprintf(range, sizeof range, "Range: bytes=%" PRIu64 "-", d->have_bytes);
         const char *extra[] = {d->have_bytes ? range : NULL, NULL};
-        struct curl_slist *headers = request_headers(c, extra);
+        /* the token goes to the hub only: a CDN's URL is signed, and needs none */
+        struct curl_slist *headers = request_headers_for(c, same_origin(c, url), extra);
         request_setup(c, url, &d->headers, headers);
         curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 1L);
         curl_easy_setopt(c->curl, CURLOPT_MAXREDIRS, 10L);

@@ -6,7 +6,8 @@
 //
 // ROOT/ORG/NAME/... are the repositories' files (any depth). Files ending in
 // .gguf or .safetensors are "LFS" files: the HEAD of their resolve URL
-// answers 302 to /cdn/<sha256> with X-Linked-Etag (the sha256) and
+// answers 302 to /cdn/<sha256> on a second port (the CDN: another origin)
+// with X-Linked-Etag (the sha256) and
 // X-Linked-Size; other files answer 200 with ETag (their git blob id) and
 // Content-Length. Every answer carries X-Repo-Commit. /cdn/ honours
 // "Range: bytes=N-" (206 with Content-Range). Dot files in a repository
@@ -18,8 +19,8 @@
 // API: GET /api/models/ORG/NAME/revision/REV -> {id, sha, siblings:[{rfilename}]};
 // REV is main or the commit (sha1 of "commit:ORG/NAME"), else 404.
 // Unknown repositories answer 404 with X-Error-Code: RepoNotFound.
-// Writes STATE_DIR/port once listening and appends one JSON line per
-// request to STATE_DIR/requests.log: {method, path, range, auth}.
+// Writes STATE_DIR/port (the hub's) once both listen, and appends one JSON
+// line per request to STATE_DIR/requests.log: {method, path, range, auth}.
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
@@ -110,9 +111,8 @@ function serveResolve(res, req, id, rev, name) {
     const file = repo.files.get(name);
     if (!file) return hubError(res, 404, "EntryNotFound", `${name} does not exist`);
     if (isLfs(name)) {
-        const port = req.socket.localPort;
         res.writeHead(302, {
-            Location: `http://127.0.0.1:${port}/cdn/${file.sha}?name=${encodeURIComponent(name)}`,
+            Location: `http://127.0.0.1:${cdnServer.address().port}/cdn/${file.sha}?name=${encodeURIComponent(name)}`,
             "X-Repo-Commit": repo.commit,
             "X-Linked-Etag": `"${file.sha}"`,
             "X-Linked-Size": String(file.data.length),
@@ -161,7 +161,7 @@ function serveCdn(res, req, sha) {
     res.end(file.data.subarray(start));
 }
 
-const server = http.createServer((req, res) => {
+function route(req, res) {
     const url = new URL(req.url, "http://x");
     fs.appendFileSync(
         logPath,
@@ -178,12 +178,18 @@ const server = http.createServer((req, res) => {
     if ((req.method === "GET" || req.method === "HEAD") && parts[1] === "cdn" && parts.length === 3)
         return serveCdn(res, req, parts[2]);
     hubError(res, 404, "NotFound", `no route for ${req.method} ${url.pathname}`);
-});
+}
 
-server.listen(0, "127.0.0.1", () => {
-    fs.writeFileSync(path.join(stateDir, "port.tmp"), String(server.address().port));
-    fs.renameSync(path.join(stateDir, "port.tmp"), path.join(stateDir, "port"));
-});
+// the hub, and the "CDN" on a port of its own (another origin, as the real
+// CDN is another host: the token must not go there)
+const server = http.createServer(route);
+const cdnServer = http.createServer(route);
+cdnServer.listen(0, "127.0.0.1", () =>
+    server.listen(0, "127.0.0.1", () => {
+        fs.writeFileSync(path.join(stateDir, "port.tmp"), String(server.address().port));
+        fs.renameSync(path.join(stateDir, "port.tmp"), path.join(stateDir, "port"));
+    }),
+);
 // the test script kills us; never outlive it by much
 setTimeout(() => process.exit(0), 120_000).unref();
 for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => process.exit(0));

@@ -1,7 +1,7 @@
 #!/bin/sh
 # `inferno pull` and `-m ORG/NAME[:TAG]` against a fake hub on 127.0.0.1
 # (tests/cli/fake_hub.mjs: the hub's API, resolve URLs with their headers,
-# a 302 to a CDN path that honours Range): a GGUF by tag (any case) and by
+# a 302 to a CDN on another port that honours Range): a GGUF by tag (any case) and by
 # the default tag, a split GGUF, a safetensors checkpoint with shards, the
 # Hugging Face cache layout (blob named by sha256, relative snapshot link,
 # refs/main), a download cut off mid-file and resumed, a partial file left
@@ -215,6 +215,7 @@ pull_ok "pull over an .incomplete (with HF_TOKEN)" test/private-GGUF
 check "the .incomplete resumed at its size" 'grep "/cdn/$sha" "$log" | grep -q "\"range\":\"bytes=$half-\""'
 check "resumed from disk: the file is whole, no .incomplete" 'cmp -s "$out" "$g/tiny-Q8_0.gguf" && [ ! -e "$blobs/$sha.incomplete" ]'
 check "HF_TOKEN went out as a bearer token" 'grep "/test/private-GGUF/" "$log" | grep -q "\"auth\":\"Bearer hf_testtoken123\""'
+check "... to the hub only, not to the CDN" '! grep "/cdn/" "$log" | grep -q "\"auth\":\"Bearer"'
 unset HF_TOKEN
 fails_with "401 without the token" 1 "test/private-GGUF: the hub refused access (.*HTTP 401.*restricted.*HF_TOKEN" \
     "$INFERNO" pull test/private-GGUF
