@@ -42,6 +42,7 @@ BUILD   ?= build
 INF_CFLAGS := -std=c11 -Wall -Wextra $(WERROR) -ffp-contract=off -D_GNU_SOURCE -Iinclude -Isrc
 INF_LDLIBS := -lcjson -lutf8proc -ledit -lpthread -lm
 SERVER_LDLIBS := -lmicrohttpd
+HUB_LDLIBS    := -lcurl
 SAN_FLAGS  :=
 KERNEL_OPT        = $(OPT)
 KERNEL_SAN_FLAGS  = $(SAN_FLAGS)
@@ -87,11 +88,16 @@ else
 FOREIGN_KERNELS := $(X86_KERNELS) $(ARM_KERNELS)
 endif
 
-LIB_SRC  := $(filter-out $(FOREIGN_KERNELS),$(shell find src -name '*.c' ! -path 'src/cli/*' ! -path 'src/server/*' | sort))
+LIB_SRC  := $(filter-out $(FOREIGN_KERNELS),$(shell find src -name '*.c' ! -path 'src/cli/*' ! -path 'src/server/*' \
+                ! -path 'src/hub/*' | sort))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 # The HTTP server (inferno serve): a client of the public header, like the
 # CLI, linked into the CLI binary and, as a library, into its tests.
 SERVER_SRC := $(sort $(wildcard src/server/*.c))
+# The Hugging Face hub client (inferno pull, -m ORG/NAME:TAG): the CLI's
+# alone, so libcurl is linked into the CLI binary and its tests, never into
+# libinferno.
+HUB_SRC  := $(sort $(wildcard src/hub/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 TEST_LIB := tests/harness.c
@@ -99,6 +105,7 @@ TEST_LIB := tests/harness.c
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o)
+HUB_OBJ  := $(HUB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 # The core and the backend without the tokenizer, the model and JSON, and
@@ -117,9 +124,13 @@ $(BUILD)/libinferno-server.a: $(SERVER_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/inferno: $(CLI_OBJ) $(BUILD)/libinferno-server.a $(BUILD)/libinferno.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libinferno-server.a $(BUILD)/libinferno.a $(LDLIBS) \
-	    $(SERVER_LDLIBS) $(INF_LDLIBS)
+$(BUILD)/libinferno-hub.a: $(HUB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/inferno: $(CLI_OBJ) $(BUILD)/libinferno-server.a $(BUILD)/libinferno-hub.a $(BUILD)/libinferno.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libinferno-server.a $(BUILD)/libinferno-hub.a \
+	    $(BUILD)/libinferno.a $(LDLIBS) $(SERVER_LDLIBS) $(HUB_LDLIBS) $(INF_LDLIBS)
 
 $(BUILD)/libinferno-kernels.a: $(KERNEL_LIB_OBJ)
 	@rm -f $@
@@ -156,12 +167,23 @@ $(BUILD)/tests/test_server_%: tests/test_server_%.c $(TEST_LIB) tests/harness.h 
 	$(CC) $(ALL_CFLAGS) -Itests $(ALL_LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libinferno-server.a \
 	    $(BUILD)/libinferno.a $(LDLIBS) $(SERVER_LDLIBS) $(INF_LDLIBS)
 
+# The hub client's test links its library too.
+$(BUILD)/tests/test_hub: tests/test_hub.c $(TEST_LIB) tests/harness.h $(BUILD)/libinferno-hub.a $(BUILD)/libinferno.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests $(ALL_LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libinferno-hub.a \
+	    $(BUILD)/libinferno.a $(LDLIBS) $(HUB_LDLIBS) $(INF_LDLIBS)
+
 $(BUILD)/kernel-tests/%: tests/%.c $(TEST_LIB) tests/harness.h $(BUILD)/libinferno-kernels.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $(ALL_LDFLAGS) -o $@ $< $(TEST_LIB) $(BUILD)/libinferno-kernels.a $(LDLIBS) -lpthread -lm
 
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(BUILD)/libinferno.a
 	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -Itests/fuzz $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
+
+# The hub client's fuzz target links its library too.
+$(BUILD)/fuzz_hub: tests/fuzz/fuzz_hub.c tests/fuzz/fuzz_common.h $(BUILD)/libinferno-hub.a $(BUILD)/libinferno.a
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -Itests/fuzz $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno-hub.a \
+	    $(BUILD)/libinferno.a $(LDLIBS) $(HUB_LDLIBS) $(INF_LDLIBS)
 
 # The server's fuzz targets link its library too.
 $(BUILD)/fuzz_server_%: tests/fuzz/fuzz_server_%.c tests/fuzz/fuzz_common.h $(BUILD)/libinferno-server.a \

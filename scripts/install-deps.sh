@@ -1,12 +1,13 @@
 #!/bin/sh
 # Installs what building and testing inferno needs on a Debian machine
-# (compiler, make, cJSON, utf8proc, libedit, libmicrohttpd for the server;
+# (compiler, make, cJSON, utf8proc, libedit, libmicrohttpd for the server,
+# libcurl for `inferno pull`;
 # tmux drives the chat test; clang for the second compiler's build and the fuzz targets, with its
 # sanitizer and libFuzzer runtimes; python3 makes the tokenizer fuzz seeds;
 # an arm64 cross compiler and qemu-user run the NEON kernels' tests,
 # scripts/check-arm64.sh), skipping what is already there.
 set -eu
-PKGS="gcc make libc6-dev libcjson-dev libutf8proc-dev libedit-dev libmicrohttpd-dev tmux python3"
+PKGS="gcc make libc6-dev libcjson-dev libutf8proc-dev libedit-dev libmicrohttpd-dev libcurl4-openssl-dev tmux python3"
 PKGS="$PKGS clang"
 PKGS="$PKGS gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 SUDO=""

@@ -30,6 +30,7 @@ int cmd_template(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
 
 /* Prints "inferno CMD: message" to stderr; returns code (for `return cli_fail(...)`). */
 int cli_fail(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -93,6 +94,14 @@ bool cli_parse_quantize(const char *cmd, const char *v, inf_dtype *out);
  * value (usage error printed). */
 int cli_model_flag(const char *cmd, cli_model_args *a, int argc, char **argv, int *i);
 
+/* -m ORG/NAME[:TAG] (hub_resolve_cached): when *path does not exist on
+ * disk but has that shape, it becomes the cached GGUF or checkpoint folder
+ * the Hugging Face cache holds for it (offline; `inferno pull` fills the
+ * cache). A path that exists wins, and one ending in .gguf, .safetensors or
+ * .json is left to the loader. Returns 0, or 1 after printing why the
+ * cache cannot give it. The new string lives until exit. */
+int cli_resolve_model(const char *cmd, const char **path);
+
 /* Loads the model named by a->model_path; prints the error and returns NULL on failure. */
 inf_model *cli_load_model(const char *cmd, const cli_model_args *a);
 
@@ -123,6 +132,8 @@ typedef struct cli_progress {
 
 void cli_progress_begin(cli_progress *p, const char *label);
 void cli_progress_update(cli_progress *p, double fraction);
+/* The same bar with "done/total MiB" after it (downloads). */
+void cli_progress_update_bytes(cli_progress *p, uint64_t done_bytes, uint64_t total_bytes);
 void cli_progress_end(cli_progress *p);
 /* inf_load_options.progress adapter (user = a cli_progress). */
 void cli_progress_callback(double fraction, void *user);

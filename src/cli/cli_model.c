@@ -1,9 +1,11 @@
 /*
  * cli_model.c — what run, logits and bench share: the model flags (-m takes
- * a GGUF file or a Hugging Face checkpoint directory), loading
+ * a GGUF file, a Hugging Face checkpoint directory, or ORG/NAME[:TAG] from
+ * the Hugging Face cache), loading
  * with a one-line error, turning -p / --tokens into ids, finding data files.
  */
 #include "cli/cli.h"
+#include "hub/hub.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -117,6 +119,37 @@ bool cli_parse_quantize(const char *cmd, const char *v, inf_dtype *out) {
         return false;
     }
     return true;
+}
+
+/* The paths cli_resolve_model made, freed at exit. */
+enum { MAX_RESOLVED = 8 };
+static char *resolved_paths[MAX_RESOLVED];
+static int n_resolved;
+
+static void free_resolved(void) {
+    for (int i = 0; i < n_resolved; i++) free(resolved_paths[i]);
+    n_resolved = 0;
+}
+
+int cli_resolve_model(const char *cmd, const char **path) {
+    char repo[HUB_REPO_MAX], tag[HUB_TAG_MAX];
+    if (!*path || access(*path, F_OK) == 0 || !hub_parse_spec(*path, repo, tag)) return 0;
+    /* dir/model.gguf that is not there is a mistyped file, not a repository:
+     * the loader's "cannot open" says so better */
+    static const char *const file_suffixes[] = {".gguf", ".safetensors", ".json"};
+    size_t len = strlen(*path);
+    for (size_t i = 0; i < sizeof file_suffixes / sizeof file_suffixes[0]; i++) {
+        size_t n = strlen(file_suffixes[i]);
+        if (len > n && !strcmp(*path + len - n, file_suffixes[i])) return 0;
+    }
+    if (n_resolved == MAX_RESOLVED) return cli_fail(EXIT_RUNTIME, cmd, "too many models named");
+    hub_error err = {{0}};
+    char *found;
+    if (!hub_resolve_cached(repo, tag, &found, &err)) return cli_fail(EXIT_RUNTIME, cmd, "%s", err.msg);
+    if (n_resolved == 0) atexit(free_resolved);
+    resolved_paths[n_resolved++] = found;
+    *path = found;
+    return 0;
 }
 
 inf_model *cli_load_model(const char *cmd, const cli_model_args *a) {

@@ -1,6 +1,6 @@
 /*
  * cli_progress.c — the progress bar for waits (model loading, long
- * prefills) and the Ctrl-C flag generation loops poll.
+ * prefills, downloads) and the Ctrl-C flag generation loops poll.
  */
 #include "cli/cli.h"
 
@@ -38,6 +38,24 @@ void cli_progress_update(cli_progress *p, double fraction) {
     memset(bar + full, '.', (size_t)(BAR_WIDTH - full));
     bar[BAR_WIDTH] = 0;
     fprintf(stderr, "\r%s [%s] %3d%%", p->label, bar, pct);
+    fflush(stderr);
+}
+
+void cli_progress_update_bytes(cli_progress *p, uint64_t done_bytes, uint64_t total_bytes) {
+    if (!p->enabled) return;
+    if (p->drawn_pct < 0 && cli_now_s() - p->t_start_s < SHOW_AFTER_S) return;
+    double fraction = total_bytes ? (double)done_bytes / (double)total_bytes : 1.0;
+    int pct = (int)(100.0 * (fraction > 1 ? 1 : fraction));
+    if (pct == p->drawn_pct) return;
+    p->drawn_pct = pct;
+    char bar[BAR_WIDTH + 1];
+    int full = pct * BAR_WIDTH / 100;
+    memset(bar, '#', (size_t)full);
+    memset(bar + full, '.', (size_t)(BAR_WIDTH - full));
+    bar[BAR_WIDTH] = 0;
+    fprintf(stderr, "\r%s [%s] %3d%% %.1f/%.1f MiB", p->label, bar, pct, (double)done_bytes / 1048576.0,
+            (double)total_bytes / 1048576.0);
+    fputs("\033[K", stderr);
     fflush(stderr);
 }
 

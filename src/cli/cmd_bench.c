@@ -41,6 +41,8 @@ static const char *usage_text =
     "\n"
     "Measures prefill and decode speed. After one warm-up run per case, each case\n"
     "is repeated -r times and the median, min and max tokens/s are reported.\n"
+    "MODEL: a GGUF file, a Hugging Face checkpoint directory, or ORG/NAME[:TAG] from\n"
+    "the Hugging Face cache (see inferno pull).\n"
     "  -p LIST      prefill cases: tokens per prompt (0 = no prefill cases);\n"
     "               also reports the time to first token\n"
     "  -n N         decode case: N single-token steps (0 = no decode cases)\n"
@@ -171,6 +173,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, bool *help) {
         }
     }
     if (!o->model.model_path) return cli_fail(EXIT_USAGE, cmd, "no model: give -m MODEL.gguf");
+    int resolve_rc = cli_resolve_model(cmd, &o->model.model_path);
+    if (resolve_rc) return resolve_rc;
     if (o->n_prefill == 0 && o->prefill && o->n_decode == 0)
         return cli_fail(EXIT_USAGE, cmd, "nothing to measure: -p 0 and -n 0");
     return 0;

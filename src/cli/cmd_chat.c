@@ -37,7 +37,8 @@ static const char *usage_text =
     "Ctrl-C stops an answer and keeps the conversation. Thinking is shown dimmed.\n"
     "With stdin not a terminal, lines are read plainly (one message or command each).\n"
     "\n"
-    "  -m, --model PATH      GGUF file or Hugging Face checkpoint directory\n"
+    "  -m, --model PATH      GGUF file, Hugging Face checkpoint directory, or ORG/NAME[:TAG]\n"
+    "                        from the Hugging Face cache (see inferno pull)\n"
     "                        (default: $INFERNO_MODEL, else a synthetic model)\n"
     "  --system TEXT         system message\n"
     "  --no-think            start with thinking off (enable_thinking = false)\n"
@@ -512,6 +513,7 @@ int cmd_chat(int argc, char **argv) {
     }
     if (!rc && (ma.prompt || ma.token_list))
         rc = cli_fail(EXIT_USAGE, "chat", "chat reads its messages from the terminal; for one prompt use inferno run");
+    if (!rc) rc = cli_resolve_model("chat", &ma.model_path);
     if (rc) {
         cli_sampling_args_free(&sa);
         return rc;

@@ -17,6 +17,8 @@ static const char *usage_text =
     "Prints the architecture, hyperparameters, parameter count, size, the mix of\n"
     "tensor types (bytes per type), the tokenizer, the chat template, the sampling\n"
     "the model recommends, and the CPU kernel path in use.\n"
+    "MODEL: a GGUF file, a Hugging Face checkpoint directory, or ORG/NAME[:TAG] from\n"
+    "the Hugging Face cache (see inferno pull).\n"
     "  --tensors   also list every tensor: name, type, shape (GGUF order), bytes\n";
 
 static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
@@ -94,6 +96,8 @@ int cmd_info(int argc, char **argv) {
         return cli_fail(EXIT_USAGE, "info", "unknown option '%s' (see --help)", argv[i]);
     }
     if (!a.model_path) return cli_fail(EXIT_USAGE, "info", "no model: give -m MODEL.gguf");
+    int rc = cli_resolve_model("info", &a.model_path);
+    if (rc) return rc;
     if (a.prompt || a.token_list) return cli_fail(EXIT_USAGE, "info", "info takes no prompt");
     inf_model *m = cli_load_model("info", &a);
     if (!m) return EXIT_RUNTIME;

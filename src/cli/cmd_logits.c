@@ -19,6 +19,8 @@ static const char *usage_text =
     "  {\"prompt_tokens\": [...], \"final\": {\"top\": [{\"id\": i, \"logit\": x}, ...]},\n"
     "   \"positions\": [{\"pos\": p, \"top\": [...]}, ...]}   (positions with --all-positions)\n"
     "top-K by logit, descending, ties to the lower id (K default 20).\n"
+    "MODEL: a GGUF file, a Hugging Face checkpoint directory, or ORG/NAME[:TAG] from\n"
+    "the Hugging Face cache (see inferno pull).\n"
     "  --dump FILE   write all final-position logits as little-endian float32\n"
     "  --kv-type     KV cache element type (default f32, the exact reference;\n"
     "                run, chat and bench default to f16)\n"
@@ -97,6 +99,8 @@ int cmd_logits(int argc, char **argv) {
         }
     }
     if (!a.model_path) return cli_fail(EXIT_USAGE, "logits", "no model: give -m MODEL.gguf");
+    int resolve_rc = cli_resolve_model("logits", &a.model_path);
+    if (resolve_rc) return resolve_rc;
     if (!a.prompt && !a.token_list)
         return cli_fail(EXIT_USAGE, "logits", "no prompt: give -p TEXT or --tokens ID,ID,...");
 

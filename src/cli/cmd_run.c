@@ -27,7 +27,8 @@ static const char *usage_text =
     "N tokens, or a full context. Ctrl-C stops generation too: the text so far and\n"
     "the timings line are still printed, and the exit status is 130.\n"
     "\n"
-    "  -m, --model PATH      GGUF file or Hugging Face checkpoint directory\n"
+    "  -m, --model PATH      GGUF file, Hugging Face checkpoint directory, or ORG/NAME[:TAG]\n"
+    "                        from the Hugging Face cache (see inferno pull)\n"
     "                        (default: $INFERNO_MODEL, else a synthetic model)\n"
     "  -p, --prompt TEXT     the prompt (special tokens like <|im_start|> are parsed)\n"
     "  -f, --file FILE       read the prompt from FILE ('-' = stdin)\n"
@@ -320,6 +321,10 @@ int cmd_run(int argc, char **argv) {
     if (rc) {
         cli_sampling_args_free(&a.sampling);
         return rc < 0 ? 0 : rc;
+    }
+    if ((rc = cli_resolve_model("run", &a.model.model_path))) {
+        cli_sampling_args_free(&a.sampling);
+        return rc;
     }
     char *model_path = a.model.model_path ? strdup(a.model.model_path) : cli_default_model_path("run");
     if (!model_path) {

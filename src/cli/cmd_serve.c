@@ -18,7 +18,8 @@ static const char *usage =
     "/health and /metrics. Stops on SIGINT or SIGTERM: new requests are\n"
     "refused, running ones get the grace period, then are cancelled.\n"
     "\n"
-    "  -m, --model PATH       GGUF file or Hugging Face checkpoint directory\n"
+    "  -m, --model PATH       GGUF file, Hugging Face checkpoint directory, or ORG/NAME[:TAG]\n"
+    "                         from the Hugging Face cache (see inferno pull)\n"
     "                         (default: $INFERNO_MODEL, else the synthetic model)\n"
     "  --host ADDR            address to listen on (default 127.0.0.1)\n"
     "  --port N               port (default 8080; 0 = any free port, printed at startup)\n"
@@ -31,7 +32,8 @@ static const char *usage =
     "                         capped to the memory available beside the weights)\n"
     "  --kv-type T            KV cache elements: f32, f16 (default) or q8_0\n"
     "  -t, --threads N        compute threads (default: physical cores)\n"
-    "  --alias NAME           the model's name in /v1/models (default: general.name, else the file name)\n"
+    "  --alias NAME           the model's name in /v1/models (default: ORG/NAME:TAG when -m is one,\n"
+    "                         else general.name, else the file name)\n"
     "  --strict-model         answer 404 to a request naming another model (default: answer any name)\n"
     "  --cors-origin ORIGIN   allow browser requests from ORIGIN (or *)\n"
     "  --max-body BYTES       largest request body (default 8388608)\n"
@@ -148,6 +150,10 @@ int cmd_serve(int argc, char **argv) {
             goto out;
         }
     }
+    const char *model_spec = o.model_path;
+    if ((rc = cli_resolve_model("serve", &o.model_path))) goto out;
+    /* -m ORG/NAME:TAG: the model is served under that name */
+    if (o.model_path != model_spec && !o.alias) o.alias = model_spec;
     if (!o.model_path) {
         if (!(default_model = cli_default_model_path("serve"))) {
             rc = EXIT_RUNTIME;

@@ -18,7 +18,8 @@ static void usage(void) {
             "request.json: {\"messages\": [...], \"tools\": [...]?, \"add_generation_prompt\": bool?,\n"
             "               \"enable_thinking\": bool?}\n"
             "\n"
-            "  -m PATH      model or tokenizer file holding the chat template\n"
+            "  -m PATH      model or tokenizer file holding the chat template (or ORG/NAME[:TAG],\n"
+            "               from the Hugging Face cache)\n"
             "  --describe   print which template is used (\"qwen3\" or the fallback) and exit\n"
             "  -h, --help   print this help\n");
 }
@@ -41,6 +42,8 @@ int cmd_template(int argc, char **argv) {
     if (!path) {
         return cli_fail(EXIT_USAGE, "template", "-m PATH is required (see inferno template --help)");
     }
+    int resolve_rc = cli_resolve_model("template", &path);
+    if (resolve_rc) return resolve_rc;
 
     inf_error err = {0};
     inf_chat_template *tmpl = NULL;

@@ -16,6 +16,7 @@ static void tokenize_usage(void) {
            "Hugging Face tokenizers does and prints the ids as one JSON array and a newline.\n"
            "\n"
            "  -m PATH        GGUF model (its tokenizer.ggml.* metadata) or tokenizer.json\n"
+           "                 (or ORG/NAME[:TAG], from the Hugging Face cache)\n"
            "                 (tokenizer_config.json beside it is read for eos)\n"
            "  --no-special   tokenize the text of special/added tokens (<|im_start|>, <think>,\n"
            "                 ...) as plain text instead of as those tokens\n"
@@ -33,7 +34,7 @@ static void detokenize_usage(void) {
            "nothing appended (no newline), nothing replaced (ids that split a UTF-8\n"
            "character print its partial bytes).\n"
            "\n"
-           "  -m PATH      GGUF model or tokenizer.json\n"
+           "  -m PATH      GGUF model or tokenizer.json (or ORG/NAME[:TAG], from the Hugging Face cache)\n"
            "  -h, --help   print this help\n");
 }
 
@@ -182,6 +183,8 @@ int cmd_tokenize(int argc, char **argv) {
     }
     if (!path) return cli_fail(EXIT_USAGE, "tokenize", "-m PATH is required (see inferno tokenize --help)");
     if (jsonl && text) return cli_fail(EXIT_USAGE, "tokenize", "--jsonl reads stdin; give no TEXT");
+    int resolve_rc = cli_resolve_model("tokenize", &path);
+    if (resolve_rc) return resolve_rc;
 
     inf_error err = {0};
     inf_tokenizer *tok;
@@ -231,6 +234,11 @@ int cmd_detokenize(int argc, char **argv) {
     size_t n_ids;
     if (!cli_parse_ids(list, &ids, &n_ids))
         return cli_fail(EXIT_USAGE, "detokenize", "malformed id list '%s' (write non-negative ids as ID,ID,...)", list);
+    int resolve_rc = cli_resolve_model("detokenize", &path);
+    if (resolve_rc) {
+        free(ids);
+        return resolve_rc;
+    }
 
     inf_error err = {0};
     inf_tokenizer *tok;

@@ -16,6 +16,7 @@ static const command commands[] = {
     {"run", cmd_run, "generate text from a prompt (greedy, or sampled)"},
     {"chat", cmd_chat, "chat with a model in the terminal"},
     {"serve", cmd_serve, "an OpenAI- and Anthropic-compatible HTTP server"},
+    {"pull", cmd_pull, "download a model from the Hugging Face hub into its cache"},
     {"logits", cmd_logits, "print the top logits of a prompt as JSON"},
     {"info", cmd_info, "describe a model file"},
     {"tokenize", cmd_tokenize, "text to token ids (JSON)"},
