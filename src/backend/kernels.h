@@ -19,8 +19,9 @@
  * may differ between the two by rounding (~1e-6 relative): cpu.c runs
  * decode rows on the matvec and prefill rows on the gemm whatever their
  * count (ops.h, matmul: batch invariance), except where the two agree
- * (matvec_exact_q8_0; no ISA sets it today: the Q8_0 matvecs scale lanes
- * of partial dots, the gemms keep ref.c's order).
+ * (the super-block types everywhere; matvec_exact_quant, NEON's 32-block
+ * types; matvec_exact_q8_0, which no ISA sets today: the Q8_0 matvecs
+ * scale lanes of partial dots, the gemms keep ref.c's order).
  *
  * Numerics against ref.c (the budgets tests/test_kernels.c enforces):
  *   - matmul Q8_0: activations quantized exactly as inf_quantize_row_q8_0,
@@ -30,10 +31,11 @@
  *   - matmul of the GGUF block types (core/quant.h): activations rounded
  *     as ref.c rounds them. Q2_K..Q6_K and IQ4_XS: exact super-block
  *     integer sums scaled and summed in ref.c's order, bit-identical on
- *     every kernel (matvec and gemm). Q4_0..Q5_1 and IQ4_NL: the gemm is
- *     bit-identical; the matvec sums its f32 lanes in llama.cpp's vec_dot
- *     order (AVX2, and AVX-512 for Q4_1/Q5_1) or in block pairs, within the
- *     matvec budget below.
+ *     every kernel (matvec and gemm). Q4_0..Q5_1 and IQ4_NL: the gemms are
+ *     bit-identical, and so are NEON's matvecs (matvec_exact_quant); the
+ *     x86 matvecs sum their f32 lanes in llama.cpp's vec_dot order (AVX2,
+ *     and AVX-512 for Q4_1/Q5_1) or in block pairs, within the matvec
+ *     budget below.
  *   - matmul F32/F16/BF16: the same rounded operands and exact products,
  *     summed in f32 lanes instead of a double; VDPBF16PS also flushes bf16
  *     subnormals (below 1e-38) to zero.
@@ -93,6 +95,9 @@ typedef struct inf_kernels {
      * an exact integer dot per block, block sums added in order. Then decode
      * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul). */
     bool matvec_exact_q8_0;
+    /* The same for the 32-block types (Q4_0 ... IQ4_NL); the super-block
+     * types' kernels always agree. */
+    bool matvec_exact_quant;
     /* The GGUF block types (Q4_0 ... IQ4_XS, core/quant.h) this ISA's matvec
      * takes; NULL: none. For those, act_row_bytes / act_prepare give
      * inf_quant_act_bytes rounded up to 64 / inf_quant_act_row (the blocks of
@@ -100,11 +105,11 @@ typedef struct inf_kernels {
      * matmul, threaded. A block type's matvec rows do not depend on how
      * many tokens share the call (tests/test_kernels.c checks). */
     bool (*matvec_takes)(inf_dtype type);
-    /* The block types this ISA's gemm takes; NULL: none (their prefill rows
-     * run on matvec). The super-block types' gemm rows are bit-identical to
-     * their matvec's, so their decode and prefill rows share a kernel; the
-     * 32-block types' are not (ops.h: decode rows on matvec, prefill rows on
-     * the kernel their count picks). */
+    /* The weight types this ISA's gemm takes (set wherever gemm is); the
+     * others' prefill rows run on matvec. The super-block types' gemm rows
+     * are bit-identical to their matvec's, so their decode and prefill rows
+     * share a kernel; the 32-block types' only with matvec_exact_quant
+     * (else ops.h: decode rows on matvec, prefill rows on the gemm). */
     bool (*gemm_takes)(inf_dtype type);
 
     /* ---- attention, one KV head (all the query heads of its group) per task.
