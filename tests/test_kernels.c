@@ -10,8 +10,9 @@
  *   ISA "ref"                 bit-identical to ref.c for every op
  *   matmul Q8_0               bit-identical on every ISA, matvec and gemm,
  *                             so a row's bits do not depend on the batch
- *   matmul Q2_K..Q6_K, IQ4_XS (avx2, avx512, avx512+amx)    bit-identical
- *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (avx512, +amx)   bit-identical (gemm)
+ *   matmul Q2_K..Q6_K, IQ4_XS (every ISA)                  bit-identical
+ *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (every ISA: gemm) bit-identical
+ *   matmul Q4_0..Q5_1, IQ4_NL decode rows (neon)           bit-identical
  *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
  *                             (f32 lanes of partial sums instead of a double);
  *                             a decode row's bits do not depend on the batch
@@ -209,12 +210,13 @@ static void *make_weight(inf_dtype type, int64_t rows, int64_t cols, size_t *row
     return data;
 }
 
-static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int64_t cols, int n) {
+/* n tokens, all prompt rows or (decode) all decode rows. */
+static void test_matmul_rows(const isa_ops *s, inf_dtype type, int64_t rows, int64_t cols, int n, bool decode) {
     char label[160];
-    begin(label, sizeof label, s, "matmul %s rows=%lld cols=%lld n=%d", inf_dtype_name(type), (long long)rows,
-          (long long)cols, n);
+    begin(label, sizeof label, s, "matmul %s rows=%lld cols=%lld n=%d%s", inf_dtype_name(type), (long long)rows,
+          (long long)cols, n, decode ? " decode" : "");
     float *deq = malloc((size_t)(rows * cols) * sizeof(float));
-    matmul_case c = {.n = n};
+    matmul_case c = {.n = n, .n_decode = decode ? n : 0};
     c.w = (inf_weight){.name = "w", .type = type, .rows = rows, .cols = cols};
     c.w.data = make_weight(type, rows, cols, &c.w.row_bytes, deq);
     float *x = malloc((size_t)n * (size_t)cols * sizeof(float));
@@ -227,12 +229,12 @@ static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int
     REF->matmul(REF, &c.w, x, n, 0, want, c.scratch);
     run_all_threads(s, run_matmul, &c, got, n_out);
 
-    const bool kquant_exact = (s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) &&
-                              inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == 256;
-    /* the 32-block types' prompt rows run on the gemm at any count (cpu.c use_gemm) */
-    const bool gemm32_exact = (s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX) && inf_dtype_is_quant(type) &&
-                              inf_dtype_block_elems(type) == 32;
-    const bool exact = s->isa == INF_ISA_REF || type == INF_DTYPE_Q8_0 || kquant_exact || gemm32_exact;
+    const bool x86 = s->isa == INF_ISA_AVX2 || s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX;
+    /* the block types: prompt rows on a gemm bit-identical to ref.c (every
+     * ISA, at any count: cpu.c use_gemm), decode rows on a matvec that is
+     * too, but for the x86 matvecs of the 32-block types */
+    const bool quant_exact = inf_dtype_is_quant(type) && (!decode || !x86 || inf_dtype_block_elems(type) == 256);
+    const bool exact = s->isa == INF_ISA_REF || type == INF_DTYPE_Q8_0 || quant_exact;
     int reported = 0;
     for (int t = 0; t < n; t++)
         for (int64_t r = 0; r < rows; r++) {
@@ -253,6 +255,10 @@ static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int
     free(c.scratch);
     free(want);
     free(got);
+}
+
+static void test_matmul_case(const isa_ops *s, inf_dtype type, int64_t rows, int64_t cols, int n) {
+    test_matmul_rows(s, type, rows, cols, n, false);
 }
 
 static void test_matmul(const isa_ops *s) {
@@ -297,9 +303,10 @@ static void test_matmul(const isa_ops *s) {
 }
 
 /* The GGUF block types: ragged row counts, one and several blocks per row,
- * token counts around the matvec's and the gemm's (which these types do not
- * use) thresholds; and batch invariance: each row of an n-token product is
- * bit-identical to the same token alone. */
+ * token counts around the matvec's passes of 4 and the gemms' tiles, as
+ * prompt rows (the gemms) and as decode rows (the matvecs); and batch
+ * invariance: each row of an n-token product is bit-identical to the same
+ * token alone. */
 static void test_matmul_quant(const isa_ops *s) {
     static const inf_dtype types[] = {INF_DTYPE_Q4_0, INF_DTYPE_Q4_1, INF_DTYPE_Q5_0, INF_DTYPE_Q5_1,
                                       INF_DTYPE_IQ4_NL, INF_DTYPE_Q2_K, INF_DTYPE_Q3_K, INF_DTYPE_Q4_K,
@@ -315,6 +322,9 @@ static void test_matmul_quant(const isa_ops *s) {
                     const int64_t cols = blocks_list[bi] * inf_dtype_block_elems(types[ti]);
                     if (ns[ni] > 2 && (ri + bi) % 2) continue;
                     test_matmul_case(s, types[ti], rows_list[ri], cols, ns[ni]);
+                    /* as decode rows: the matvec's passes of 2, 4 and 1 tokens (ref.c has one kernel) */
+                    if ((ns[ni] == 2 || ns[ni] == 5) && s->isa != INF_ISA_REF)
+                        test_matmul_rows(s, types[ti], rows_list[ri], cols, ns[ni], true);
                 }
     /* the gemms: several row panels, token tiles with tails */
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
@@ -349,8 +359,10 @@ static void test_matmul_quant(const isa_ops *s) {
         ops->matmul(ops, &w, x + 3 * (size_t)cols, n - 3, 0, prefill, scratch);
         TEST_CHECK(memcmp(prefill, all + 3 * (size_t)rows, (size_t)(n - 3) * rows * sizeof(float)) == 0,
                    "prefill rows differ with and without decode rows beside them");
-        /* the super-block types: every row as the token alone (one kernel for both) */
-        for (int t = 3; t < n && inf_dtype_block_elems(type) == 256; t++) {
+        /* where one kernel serves both kinds (the super-block types; the
+         * 32-block types on neon): every row as the token alone */
+        const bool one_kernel = inf_dtype_block_elems(type) == 256 || s->isa == INF_ISA_NEON;
+        for (int t = 3; t < n && one_kernel; t++) {
             ops->matmul(ops, &w, x + (size_t)t * cols, 1, 1, one, scratch);
             TEST_CHECK(memcmp(one, all + (size_t)t * rows, (size_t)rows * sizeof(float)) == 0,
                        "token %d alone differs from the same token among %d", t, n);

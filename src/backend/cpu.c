@@ -5,8 +5,8 @@
  *
  * ISAs by architecture: x86-64 has avx2, avx512 and avx512+amx (x86/,
  * features from __builtin_cpu_supports and cpuid; AMX also needs the
- * kernel's permission for the tile state, asked once), arm64 has neon (arm/, always present; its Q8_0
- * matvec uses SDOT when the kernel reports the ARMv8.2 dot product in
+ * kernel's permission for the tile state, asked once), arm64 has neon (arm/, always present; its
+ * integer dots use SDOT when the kernel reports the ARMv8.2 dot product in
  * AT_HWCAP). The other architecture's tables are NULL, so its ISAs are
  * unsupported; "ref" runs everywhere.
  *
@@ -312,22 +312,20 @@ static bool isa_matvec(const cpu_backend *c, inf_dtype type) {
     return !inf_dtype_is_quant(type) || (c->k->matvec_takes && c->k->matvec_takes(type));
 }
 
-/* Whether the ISA has a gemm for `type` (kernels.h gemm_takes for the
- * GGUF block types). */
+/* Whether the ISA has a gemm for `type` (kernels.h gemm_takes). */
 static bool isa_gemm(const cpu_backend *c, inf_dtype type) {
-    if (!c->k || !c->k->gemm) return false;
-    return !inf_dtype_is_quant(type) || (c->k->gemm_takes && c->k->gemm_takes(type));
+    return c->k && c->k->gemm && c->k->gemm_takes(type);
 }
 
 /* Whether rows of weight type `type` come out bit-identical from the
  * matvec and the gemm kernels (or there is only one of them, or only the
  * reference), so that any row may take either kernel (ops.h, matmul). The
  * GGUF block types: the super-block types' kernels agree (kernels.h), the
- * 32-block types' do not once they have a gemm. */
+ * 32-block types' where the table says so. */
 static bool rows_kind_free(const cpu_backend *c, inf_dtype type) {
-    if (inf_dtype_is_quant(type))
-        return !isa_matvec(c, type) || !isa_gemm(c, type) || inf_dtype_block_elems(type) == 256;
-    return !c->k || !c->k->matvec || !c->k->gemm || (type == INF_DTYPE_Q8_0 && c->k->matvec_exact_q8_0);
+    if (!isa_matvec(c, type) || !isa_gemm(c, type)) return true;
+    if (inf_dtype_is_quant(type)) return inf_dtype_block_elems(type) == 256 || c->k->matvec_exact_quant;
+    return type == INF_DTYPE_Q8_0 && c->k->matvec_exact_q8_0;
 }
 
 /* Whether n rows, n_decode of them decode rows (all or none, unless the

@@ -15,13 +15,14 @@
  * the same operations however many tokens the call holds and wherever
  * the token falls in a tile (the tile's token count is a compile-time
  * variant of the same sums, or a hardware tile whose rows are
- * independent). The matvec and the gemm sum F32/F16/BF16 (and the
- * 32-block types) in different orders, so such a row may differ between
- * the two by rounding (~1e-6 relative): cpu.c runs their decode rows on
- * the matvec and prefill rows on the gemm whatever their count (ops.h,
- * matmul: batch invariance). Q8_0 and the super-block types are ref.c's
- * bits in every kernel (matvec_exact_q8_0, gemm_takes), so any kernel may
- * take any of their rows.
+ * independent). The matvec and the gemm sum F32/F16/BF16 (and, on x86,
+ * the 32-block types) in different orders, so such a row may differ
+ * between the two by rounding (~1e-6 relative): cpu.c runs their decode
+ * rows on the matvec and prefill rows on the gemm whatever their count
+ * (ops.h, matmul: batch invariance). Q8_0 (matvec_exact_q8_0, every ISA),
+ * the super-block types (everywhere) and NEON's 32-block types
+ * (matvec_exact_quant) are ref.c's bits in every kernel, so any kernel
+ * may take any of their rows.
  *
  * Numerics against ref.c (the budgets tests/test_kernels.c enforces):
  *   - matmul Q8_0: activations quantized exactly as inf_quantize_row_q8_0,
@@ -30,10 +31,11 @@
  *   - matmul of the GGUF block types (core/quant.h): activations rounded
  *     as ref.c rounds them. Q2_K..Q6_K and IQ4_XS: exact super-block
  *     integer sums scaled and summed in ref.c's order, bit-identical on
- *     every kernel (matvec and gemm). Q4_0..Q5_1 and IQ4_NL: the gemm is
- *     bit-identical; the matvec sums its f32 lanes in llama.cpp's vec_dot
- *     order (AVX2, and AVX-512 for Q4_1/Q5_1) or in block pairs, within the
- *     matvec budget below.
+ *     every kernel (matvec and gemm). Q4_0..Q5_1 and IQ4_NL: the gemms are
+ *     bit-identical, and so are NEON's matvecs (matvec_exact_quant); the
+ *     x86 matvecs sum their f32 lanes in llama.cpp's vec_dot order (AVX2,
+ *     and AVX-512 for Q4_1/Q5_1) or in block pairs, within the matvec
+ *     budget below.
  *   - matmul F32/F16/BF16: the same rounded operands and exact products,
  *     summed in f32 lanes instead of a double; VDPBF16PS also flushes bf16
  *     subnormals (below 1e-38) to zero.
@@ -96,6 +98,9 @@ typedef struct inf_kernels {
      * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul).
      * Set by every table; test_kernels checks the bits. */
     bool matvec_exact_q8_0;
+    /* The same for the 32-block types (Q4_0 ... IQ4_NL); the super-block
+     * types' kernels always agree. */
+    bool matvec_exact_quant;
     /* The GGUF block types (Q4_0 ... IQ4_XS, core/quant.h) this ISA's matvec
      * takes; NULL: none. For those, act_row_bytes / act_prepare give
      * inf_quant_act_bytes rounded up to 64 / inf_quant_act_row (the blocks of
@@ -103,11 +108,11 @@ typedef struct inf_kernels {
      * matmul, threaded. A block type's matvec rows do not depend on how
      * many tokens share the call (tests/test_kernels.c checks). */
     bool (*matvec_takes)(inf_dtype type);
-    /* The block types this ISA's gemm takes; NULL: none (their prefill rows
-     * run on matvec). The super-block types' gemm rows are bit-identical to
-     * their matvec's, so their decode and prefill rows share a kernel; the
-     * 32-block types' are not (ops.h: decode rows on matvec, prefill rows on
-     * the kernel their count picks). */
+    /* The weight types this ISA's gemm takes (set wherever gemm is); the
+     * others' prefill rows run on matvec. The super-block types' gemm rows
+     * are bit-identical to their matvec's, so their decode and prefill rows
+     * share a kernel; the 32-block types' only with matvec_exact_quant
+     * (else ops.h: decode rows on matvec, prefill rows on the gemm). */
     bool (*gemm_takes)(inf_dtype type);
 
     /* ---- attention, one KV head (all the query heads of its group) per task.

@@ -1,8 +1,8 @@
 /*
  * matmul_neon.c — matrix-vector products with plain NEON (any AArch64 CPU).
  * Each weight row is streamed once and dotted with up to MV_TOKENS
- * activation rows; every token count goes through here (the table has no
- * gemm).
+ * activation rows; every token count goes through here (the table's gemm
+ * takes only the block types, whose kernels are quant_neon.c's).
  *
  * Q8_0: activations quantized exactly as inf_quantize_row_q8_0. Without
  * SDOT the block dot is widening multiplies: SMULL gives exact int16
@@ -17,6 +17,7 @@
 
 #include "core/common.h"
 #include "core/dtype.h"
+#include "core/quant.h"
 
 #include "backend/arm/q8_matvec_neon.h"
 
@@ -106,6 +107,10 @@ static void f_matvec(const inf_weight *w, const inf_act *a, int t0, int nt, int6
 }
 
 void inf_neon_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
+    if (inf_dtype_is_quant(w->type)) { /* the block types (quant_neon.c) */
+        inf_neon_matvec_quant(w, a, r0, r1, y, y_stride);
+        return;
+    }
     if (w->type == INF_DTYPE_Q8_0) {
         q8_matvec_with(q8_dot, w, a, r0, r1, y, y_stride);
         return;

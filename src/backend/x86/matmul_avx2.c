@@ -23,6 +23,8 @@
  * and their int32 sum per lane: no sign trick per token, and one multiply
  * per 16 products, as the byte path's two.
  *
+ * The GGUF block types' matvec and gemm are quant_avx2.c's.
+ *
  * Numerics (see kernels.h): the Q8_0 matvec and gemm are bit-identical to
  * ref.c (exact integer block dots, then sum += (float)dot * (d_w * d_x)
  * block by block, each product and sum rounded: -std=c11 keeps GCC from
@@ -233,6 +235,7 @@ static size_t token_bytes(inf_dtype type, int64_t cols) {
 }
 
 size_t inf_avx2_gemm_pack_bytes(inf_dtype type, int64_t cols) {
+    if (inf_dtype_is_quant(type)) return inf_avx2_qgemm_pack_bytes(type, cols); /* quant_avx2.c */
     return (INF_AVX2_GEMM_ROWS / GROUP) * round64(group_bytes(type, cols));
 }
 
@@ -316,6 +319,10 @@ static __m256 act_load8(inf_dtype type, const float *x, int64_t cols, int64_t k)
 /* Tiles [unit][ts]: 8 tokens' units (int32 pairs or f32 columns) are
  * transposed in registers and each unit's ts tokens stored at once. */
 void inf_avx2_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
+    if (inf_dtype_is_quant(type)) {
+        inf_avx2_qgemm_prepare(type, x, cols, n, t0, t1, buf);
+        return;
+    }
     const size_t tb = token_bytes(type, cols);
     for (int tile0 = t0; tile0 < t1; tile0 += GEMM_TOKENS) {
         const int ts = INF_MIN(GEMM_TOKENS, n - tile0);
@@ -526,6 +533,10 @@ static void run_tile(inf_dtype type, const char *group, const char *tile, int64_
 
 void inf_avx2_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                    void *pack) {
+    if (inf_dtype_is_quant(w->type)) {
+        inf_avx2_qgemm(w, a, r0, r1, y, y_stride, pack);
+        return;
+    }
     const size_t gbytes = round64(group_bytes(w->type, w->cols)), tb = token_bytes(w->type, w->cols);
     const int n_groups = (int)((r1 - r0 + GROUP - 1) / GROUP);
     for (int g = 0; g < n_groups; g++)

@@ -603,7 +603,7 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
         }
         break;
     }
-    default: break; /* the block types have no gemm */
+    default: break; /* the block types: quant_avx512.c packs them */
     }
 }
 

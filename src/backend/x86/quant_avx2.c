@@ -1,9 +1,11 @@
 /*
- * quant_avx2.c — matvec of the GGUF block types (core/quant.h) with AVX2,
- * on the activation rows of inf_act_prepare_quant, structured as
- * quant_avx512.c: a weight row is streamed once per group of up to
- * MV_TOKENS tokens, each block unpacked once and dotted with every token of
- * the group by the same operations (batch invariance).
+ * quant_avx2.c — matvec and prefill gemm of the GGUF block types
+ * (core/quant.h) with AVX2, on the activation rows of
+ * inf_act_prepare_quant, structured as quant_avx512.c: a weight row is
+ * streamed once per group of up to MV_TOKENS tokens, each block unpacked
+ * once and dotted with every token of the group by the same operations
+ * (batch invariance); the gemm (end of the file) packs row panels and runs
+ * register tiles of 8 rows x 4 tokens.
  *
  * Without VNNI, 4-product integer dots are VPMADDUBSW (unsigned codes times
  * signed activations into int16 pairs; no code here exceeds 63, so no pair
@@ -13,12 +15,15 @@
  *
  * Numerics against ref.c (tests/test_kernels.c):
  *   - the super-block types (Q2_K .. Q6_K, IQ4_XS): exact integer
- *     super-block sums, scaled and summed in ref.c's order: bit-identical.
- *   - the 32-blocks: llama.cpp's AVX2 vec_dot order (per block 8 int32
- *     lanes of 4 products, converted and multiply-added by d_w * d_x into
- *     one 8-lane f32 sum; Q4_1/Q5_1's m_w * s_x summed apart), within the
- *     matvec budget.
+ *     super-block sums, scaled and summed in ref.c's order: bit-identical
+ *     (matvec and gemm).
+ *   - the 32-blocks: the gemm is bit-identical; the matvec sums in
+ *     llama.cpp's AVX2 vec_dot order (per block 8 int32 lanes of 4
+ *     products, converted and multiply-added by d_w * d_x into one 8-lane
+ *     f32 sum; Q4_1/Q5_1's m_w * s_x summed apart), within the matvec
+ *     budget.
  */
+#include "backend/x86/vec_avx2.h"
 #include "backend/x86/x86_kernels.h"
 
 #include "core/common.h"
@@ -366,5 +371,288 @@ void inf_avx2_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, in
     case INF_DTYPE_Q6_K: mv_q6_k(w, a, r0, r1, y, y_stride); break;
     case INF_DTYPE_IQ4_XS: mv_iq4_xs(w, a, r0, r1, y, y_stride); break;
     default: break; /* not taken (matvec_takes) */
+    }
+}
+
+/* ------------------------------------------------------------------ gemm */
+
+/* The prefill gemm of the block types, bit-identical to ref.c (so, for the
+ * super-block types, to the matvec; the 32-block types' matvec follows
+ * llama.cpp's order instead, and their decode rows stay on it: ops.h). A
+ * panel of up to INF_AVX2_GEMM_ROWS rows is packed into groups of 8 rows
+ * (lane = row), per block the 32-bit units of the 8 rows side by side; a
+ * register tile of 8 rows x QG_TOKENS tokens broadcasts each activation
+ * quad against them, forms every (row, token) block sum exactly, then
+ * scales it in f32 lanes in ref.c's order. The activations are the
+ * matvec's rows (inf_act_prepare_quant).
+ *
+ * 32-blocks, per block and group:
+ *   vals [8 quads][8 rows][4] int8, the weights' signed values
+ *   corr [8 rows] int32, 128 * Σ vals (0 for IQ4_NL)
+ *   d, m [8 rows] f32 (m: Q4_1/Q5_1's min, else 0)
+ * VPMADDUBSW takes the activations as its unsigned operand, flipped to
+ * x + 128 at prepare (|x + 128| <= 255 times |v| <= 31 keeps a pair within
+ * int16), so a lane gathers Σ x v + corr. IQ4_NL's values reach 127 and
+ * would saturate: its activations stay signed and take v's sign (VPSIGNB)
+ * against |v|, as the matvec's dot4s.
+ * Super-blocks, per super-block and group:
+ *   codes [64 quads][8 rows][4] u8, the matvec's unsigned codes (IQ4_XS:
+ *                                   signed values, dotted as dot4s)
+ *   scale [16 groups][8 rows] int32, the integer scale of each 16-group
+ *   coef  [16 groups][8 rows] int32, low 16 bits: the min (Q2_K, Q4_K,
+ *                                   Q5_K) or c * scale (Q3_K, Q6_K)
+ *   d, dmin [8 rows] f32 */
+enum {
+    QG_ROWS = 8,
+    QG_TOKENS = 4,
+    QB_CORR = 8 * 32,          /* 32-blocks: vals 256 bytes, then */
+    QB_D = QB_CORR + 32,
+    QB_M = QB_D + 32,
+    QB_BLOCK = QB_M + 32,      /* 352 bytes */
+    QK_SCALE = 64 * 32,        /* super-blocks: codes 2048 bytes, then */
+    QK_COEF = QK_SCALE + 16 * 32,
+    QK_D = QK_COEF + 16 * 32,
+    QK_DMIN = QK_D + 32,
+    QK_BLOCK = QK_DMIN + 32,   /* 3136 bytes */
+};
+
+size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols) {
+    const bool b32 = inf_dtype_block_elems(type) == INF_QK;
+    return (INF_AVX2_GEMM_ROWS / QG_ROWS) * (size_t)(cols / (b32 ? INF_QK : INF_QK_K)) * (b32 ? QB_BLOCK : QK_BLOCK);
+}
+
+/* Whether a 32-block type's gemm flips the activations (all but IQ4_NL). */
+static bool flips_act(inf_dtype type) { return inf_dtype_block_elems(type) == INF_QK && type != INF_DTYPE_IQ4_NL; }
+
+void inf_avx2_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
+    (void)n;
+    const size_t stride = inf_act_row_bytes_quant(type, cols);
+    const bool q81 = inf_quant_act_type(type) == INF_ACT_Q8_1;
+    const size_t xb = q81 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
+    const size_t xq_at = q81 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
+    for (int t = t0; t < t1; t++) {
+        char *row = (char *)buf + (size_t)t * stride;
+        inf_act_prepare_quant(type, x + (size_t)t * cols, cols, row);
+        if (!flips_act(type)) continue;
+        for (int64_t b = 0; b < cols / INF_QK; b++) {
+            __m256i *q = (__m256i *)(row + (size_t)b * xb + xq_at);
+            _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8((char)0x80)));
+        }
+    }
+}
+
+/* Rows [r, r + nr) of 32-block b packed into dst (QB_BLOCK bytes; missing
+ * rows are zeros). */
+static void pack_block32(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
+    const inf_dtype type = w->type;
+    const size_t wb = inf_dtype_block_bytes(type);
+    const int c = type == INF_DTYPE_Q4_0 ? 8 : type == INF_DTYPE_Q5_0 ? 16 : 0;
+    int8_t v[QG_ROWS][32];
+    int32_t corr[QG_ROWS] = {0};
+    float d[QG_ROWS] = {0}, m[QG_ROWS] = {0};
+    for (int i = 0; i < QG_ROWS; i++) {
+        if (i >= nr) {
+            memset(v[i], 0, 32);
+            continue;
+        }
+        const char *blk = (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb;
+        _mm256_storeu_si256((__m256i *)v[i], _mm256_sub_epi8(block_codes(type, blk), _mm256_set1_epi8((char)c)));
+        d[i] = inf_f16_to_f32(f16_at(blk));
+        if (inf_quant_act_type(type) == INF_ACT_Q8_1) m[i] = inf_f16_to_f32(f16_at(blk + 2));
+        if (flips_act(type))
+            for (int e = 0; e < 32; e++) corr[i] += 128 * v[i][e];
+    }
+    const __m256i rows = _mm256_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224);
+    for (int q = 0; q < 8; q++)
+        _mm256_store_si256((__m256i *)(dst + q * 32), _mm256_i32gather_epi32((const int *)&v[0][4 * q], rows, 1));
+    memcpy(dst + QB_CORR, corr, 32);
+    memcpy(dst + QB_D, d, 32);
+    memcpy(dst + QB_M, m, 32);
+}
+
+/* Rows [r, r + nr) of super-block b packed into dst (QK_BLOCK bytes). */
+static void pack_kblock(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
+    const inf_dtype type = w->type;
+    const size_t wb = inf_dtype_block_bytes(type);
+    uint8_t codes[QG_ROWS][256];
+    int32_t scale[16][QG_ROWS] = {{0}}, coef[16][QG_ROWS] = {{0}};
+    float d[QG_ROWS] = {0}, dmin[QG_ROWS] = {0};
+    for (int i = 0; i < QG_ROWS; i++) {
+        if (i >= nr) {
+            memset(codes[i], 0, 256);
+            continue;
+        }
+        const char *blk = (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb;
+        kblock k;
+        unpack_kblock(type, blk, &k);
+        for (int j = 0; j < 8; j++) _mm256_storeu_si256((__m256i *)(codes[i] + 32 * j), k.u[j]);
+        d[i] = k.d;
+        dmin[i] = k.dmin;
+        int16_t bias[16], mins[16];
+        int32_t lane_sc[8][8];
+        _mm256_storeu_si256((__m256i *)bias, k.bias16);
+        _mm256_storeu_si256((__m256i *)mins, k.min16);
+        for (int j = 0; j < 8; j++) _mm256_storeu_si256((__m256i *)lane_sc[j], k.sc[j]);
+        for (int g = 0; g < 16; g++) { /* k.sc[j]: lanes 0-3 scale 16-group 2j, lanes 4-7 group 2j + 1 */
+            scale[g][i] = lane_sc[g / 2][4 * (g % 2)];
+            coef[g][i] = (k.has_min ? mins[g] : k.bias_mul * bias[g]) & 0xFFFF;
+        }
+    }
+    const __m256i rows = _mm256_setr_epi32(0, 256, 512, 768, 1024, 1280, 1536, 1792);
+    for (int q = 0; q < 64; q++)
+        _mm256_store_si256((__m256i *)(dst + q * 32), _mm256_i32gather_epi32((const int *)&codes[0][4 * q], rows, 1));
+    memcpy(dst + QK_SCALE, scale, sizeof scale);
+    memcpy(dst + QK_COEF, coef, sizeof coef);
+    memcpy(dst + QK_D, d, 32);
+    memcpy(dst + QK_DMIN, dmin, 32);
+}
+
+INLINE __m256i bcast_quad(const void *p) {
+    int32_t q;
+    memcpy(&q, p, 4);
+    return _mm256_set1_epi32(q);
+}
+
+/* Lanes [0, nr) of each token's sums to y[t * ys + lane]. */
+INLINE void store_lanes(float *y, size_t ys, const __m256 *sum, const int NT, int nr) {
+    for (int t = 0; t < NT; t++) {
+        if (nr == QG_ROWS) _mm256_storeu_ps(y + (size_t)t * ys, sum[t]);
+        else _mm256_maskstore_ps(y + (size_t)t * ys, tail_mask_avx2((size_t)nr), sum[t]);
+    }
+}
+
+/* Tokens [t0, t0 + NT) times one packed group of a 32-block type; SGN:
+ * IQ4_NL (signed activations), else flipped ones less corr. */
+INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t stride, int t0, const int NT,
+                         const bool Q81, const bool SGN, float *y, size_t ys, int nr) {
+    const size_t xb = Q81 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
+    const size_t xq_at = Q81 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const char *xa[QG_TOKENS];
+    __m256 sum[QG_TOKENS];
+    for (int t = 0; t < NT; t++) {
+        xa[t] = act + (size_t)(t0 + t) * stride;
+        sum[t] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const char *pb = pack + (size_t)b * QB_BLOCK;
+        __m256i acc[QG_TOKENS];
+        for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_si256();
+        for (int q = 0; q < 8; q++) {
+            const __m256i wv = _mm256_load_si256((const __m256i *)(pb + q * 32));
+            const __m256i aw = SGN ? _mm256_sign_epi8(wv, wv) : wv;
+            for (int t = 0; t < NT; t++) {
+                const __m256i xq = bcast_quad(xa[t] + (size_t)b * xb + xq_at + 4 * q);
+                const __m256i p = SGN ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wv)) : _mm256_maddubs_epi16(xq, wv);
+                acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, ones));
+            }
+        }
+        const __m256i corr = _mm256_load_si256((const __m256i *)(pb + QB_CORR));
+        const __m256 d = _mm256_load_ps((const float *)(pb + QB_D)), m = _mm256_load_ps((const float *)(pb + QB_M));
+        for (int t = 0; t < NT; t++) {
+            const char *x = xa[t] + (size_t)b * xb;
+            const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(inf_f16_to_f32(f16_at(x))));
+            const __m256 isum = _mm256_cvtepi32_ps(SGN ? acc[t] : _mm256_sub_epi32(acc[t], corr));
+            if (Q81) /* (d_w * d_x) * isum + m_w * s_x, as ref.c */
+                sum[t] = _mm256_add_ps(sum[t], _mm256_add_ps(_mm256_mul_ps(s, isum),
+                                                             _mm256_mul_ps(m, _mm256_set1_ps(inf_f16_to_f32(f16_at(x + 2))))));
+            else /* (float)isum * (d_w * d_x) */
+                sum[t] = _mm256_add_ps(sum[t], _mm256_mul_ps(isum, s));
+        }
+    }
+    store_lanes(y + (size_t)t0 * ys, ys, sum, NT, nr);
+}
+
+/* The same for a super-block type; MIN: coef is a min, else a bias (0 for
+ * IQ4_XS) subtracted from isum; SGN: IQ4_XS's signed values. */
+INLINE void qgemm256_tile(const char *pack, int64_t nb, const char *act, size_t stride, int t0, const int NT,
+                          const bool MIN, const bool SGN, float *y, size_t ys, int nr) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    const inf_block_q8_K *xa[QG_TOKENS];
+    __m256 sum[QG_TOKENS];
+    for (int t = 0; t < NT; t++) {
+        xa[t] = (const inf_block_q8_K *)(act + (size_t)(t0 + t) * stride);
+        sum[t] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const char *pb = pack + (size_t)b * QK_BLOCK;
+        __m256i isum[QG_TOKENS], iterm[QG_TOKENS];
+        for (int t = 0; t < NT; t++) isum[t] = iterm[t] = _mm256_setzero_si256();
+        for (int g = 0; g < 16; g++) {
+            __m256i dsub[QG_TOKENS];
+            for (int t = 0; t < NT; t++) dsub[t] = _mm256_setzero_si256();
+            for (int c = 0; c < 4; c++) {
+                const int q = 4 * g + c;
+                const __m256i wv = _mm256_load_si256((const __m256i *)(pb + q * 32));
+                const __m256i aw = SGN ? _mm256_sign_epi8(wv, wv) : wv;
+                for (int t = 0; t < NT; t++) {
+                    const __m256i xq = bcast_quad(xa[t][b].qs + 4 * q);
+                    const __m256i p = _mm256_maddubs_epi16(aw, SGN ? _mm256_sign_epi8(xq, wv) : xq);
+                    dsub[t] = _mm256_add_epi32(dsub[t], _mm256_madd_epi16(p, ones));
+                }
+            }
+            const __m256i sc = _mm256_load_si256((const __m256i *)(pb + QK_SCALE + g * 32));
+            for (int t = 0; t < NT; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dsub[t], sc));
+        }
+        if (!SGN)
+            for (int g = 0; g < 16; g++) { /* coef (low 16 bits) times the bsum (low 16 bits): one VPMADDWD */
+                const __m256i cf = _mm256_load_si256((const __m256i *)(pb + QK_COEF + g * 32));
+                for (int t = 0; t < NT; t++)
+                    iterm[t] = _mm256_add_epi32(iterm[t], _mm256_madd_epi16(cf, _mm256_set1_epi32((uint16_t)xa[t][b].bsums[g])));
+            }
+        const __m256 d = _mm256_load_ps((const float *)(pb + QK_D)), dmin = _mm256_load_ps((const float *)(pb + QK_DMIN));
+        for (int t = 0; t < NT; t++) { /* (d * dx) * isum - (dmin * dx) * imin, as ref.c, lane by lane */
+            const __m256i is = MIN ? isum[t] : _mm256_sub_epi32(isum[t], iterm[t]);
+            const __m256i im = MIN ? iterm[t] : _mm256_setzero_si256();
+            const __m256 dx = _mm256_set1_ps(xa[t][b].d);
+            const __m256 p = _mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(is));
+            const __m256 mm = _mm256_mul_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(im));
+            sum[t] = _mm256_add_ps(sum[t], _mm256_sub_ps(p, mm));
+        }
+    }
+    store_lanes(y + (size_t)t0 * ys, ys, sum, NT, nr);
+}
+
+/* One tile: full tiles with the token count a constant, the last tokens
+ * one at a time (a token's floats are the same either way). */
+#define QG_TILE(fn, A, B)                                                        \
+    do {                                                                         \
+        if (nt == QG_TOKENS) fn(p, nb, a->data, stride, t0, QG_TOKENS, A, B, yg, ys, nr); \
+        else fn(p, nb, a->data, stride, t0, 1, A, B, yg, ys, nr);               \
+    } while (0)
+
+void inf_avx2_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys, void *pack) {
+    const inf_dtype type = w->type;
+    const bool b32 = inf_dtype_block_elems(type) == INF_QK;
+    const int64_t nb = w->cols / (b32 ? INF_QK : INF_QK_K);
+    const size_t bbytes = b32 ? QB_BLOCK : QK_BLOCK, gbytes = (size_t)nb * bbytes;
+    const size_t stride = inf_act_row_bytes_quant(type, w->cols);
+    const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
+    for (int g = 0; g < n_groups; g++) {
+        const int64_t r = r0 + (int64_t)g * QG_ROWS;
+        const int nr = (int)INF_MIN(QG_ROWS, r1 - r);
+        for (int64_t b = 0; b < nb; b++) {
+            char *dst = (char *)pack + (size_t)g * gbytes + (size_t)b * bbytes;
+            if (b32) pack_block32(w, r, nr, b, dst);
+            else pack_kblock(w, r, nr, b, dst);
+        }
+    }
+    for (int t0 = 0; t0 < a->n;) {
+        const int nt = a->n - t0 >= QG_TOKENS ? QG_TOKENS : 1;
+        for (int g = 0; g < n_groups; g++) {
+            const int64_t r = r0 + (int64_t)g * QG_ROWS;
+            const int nr = (int)INF_MIN(QG_ROWS, r1 - r);
+            const char *p = (const char *)pack + (size_t)g * gbytes;
+            float *yg = y + r;
+            switch (type) {
+            case INF_DTYPE_Q4_1: case INF_DTYPE_Q5_1: QG_TILE(qgemm32_tile, true, false); break;
+            case INF_DTYPE_Q4_0: case INF_DTYPE_Q5_0: QG_TILE(qgemm32_tile, false, false); break;
+            case INF_DTYPE_IQ4_NL: QG_TILE(qgemm32_tile, false, true); break;
+            case INF_DTYPE_Q2_K: case INF_DTYPE_Q4_K: case INF_DTYPE_Q5_K: QG_TILE(qgemm256_tile, true, false); break;
+            case INF_DTYPE_IQ4_XS: QG_TILE(qgemm256_tile, false, true); break;
+            default: QG_TILE(qgemm256_tile, false, false); break; /* Q3_K, Q6_K */
+            }
+        }
+        t0 += nt;
     }
 }

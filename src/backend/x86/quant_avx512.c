@@ -513,8 +513,6 @@ enum {
     QG_BLOCK = QG_DMIN + 64,                 /* 6272 bytes per super-block per group */
 };
 
-bool inf_avx512_gemm_takes_quant(inf_dtype type) { return inf_dtype_is_quant(type); }
-
 size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols) {
     if (inf_dtype_block_elems(type) == INF_QK) return inf_avx512_qgemm32_pack_bytes(cols);
     return (INF_X86_GEMM_ROWS / QG_ROWS) * (size_t)(cols / INF_QK_K) * QG_BLOCK;

@@ -8,6 +8,12 @@
 #if defined(__x86_64__)
 #include "backend/x86/x86_kernels.h"
 
+/* The x86 gemms take every weight type (the block types: quant_*.c). */
+static bool gemm_takes_all(inf_dtype type) {
+    (void)type;
+    return true;
+}
+
 static const inf_kernels avx2_table = {
     .name = "avx2",
     .act_row_bytes = inf_act_row_bytes_common,
@@ -17,6 +23,7 @@ static const inf_kernels avx2_table = {
     .gemm_prepare = inf_avx2_gemm_prepare,
     .gemm = inf_avx2_gemm,
     .gemm_pack_bytes = inf_avx2_gemm_pack_bytes,
+    .gemm_takes = gemm_takes_all,
     .gemm_rows = INF_AVX2_GEMM_ROWS,
     .gemm_min_tokens = 8,
     .matvec_exact_q8_0 = true,
@@ -39,7 +46,7 @@ static const inf_kernels avx2_table = {
     .act_prepare = inf_avx512_act_prepare,                                      \
     .matvec = inf_avx512_matvec,                                                \
     .matvec_takes = inf_avx512_matvec_takes,                                    \
-    .gemm_takes = inf_avx512_gemm_takes_quant,                                  \
+    .gemm_takes = gemm_takes_all,                                               \
     .gemm_rows = INF_X86_GEMM_ROWS,                                             \
     .gemm_min_tokens = 8,                                                       \
     .matvec_exact_q8_0 = true,                                                  \

@@ -37,10 +37,15 @@ void inf_avx2_add(float *y, const float *x, size_t n);
 void inf_avx2_f32_to_f16(uint16_t *dst, const float *src, size_t n);
 void inf_avx2_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
 
-/* ---- avx2, the GGUF block types (quant_avx2.c): as avx512's below. */
+/* ---- avx2, the GGUF block types (quant_avx2.c): as avx512's below;
+ * inf_avx2_gemm* hand those types to the qgemm functions. */
 bool inf_avx2_matvec_takes(inf_dtype type);
 void inf_avx2_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
                            size_t y_stride);
+void inf_avx2_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
+void inf_avx2_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                    void *pack);
+size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 
 /* ---- avx512 */
 size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols);
@@ -79,7 +84,6 @@ void inf_avx512_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, 
 /* The gemm of the block types; inf_avx512_gemm* hand those types to these.
  * The super-block types' (Q2_K .. Q6_K, IQ4_XS) is bit-identical to the
  * matvec and to ref.c. */
-bool inf_avx512_gemm_takes_quant(inf_dtype type);
 void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
 void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                       void *pack);
