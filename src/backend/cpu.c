@@ -337,7 +337,10 @@ static bool rows_kind_free(const cpu_backend *c, inf_dtype type) {
  * the faster one. */
 static bool use_gemm(const cpu_backend *c, inf_dtype type, int n, int n_decode) {
     if (!isa_gemm(c, type)) return false;
-    if (rows_kind_free(c, type)) return n >= c->k->gemm_min_tokens;
+    if (rows_kind_free(c, type)) {
+        const int q8_min = type == INF_DTYPE_Q8_0 ? c->k->gemm_min_tokens_q8_0 : 0;
+        return n >= (q8_min ? q8_min : c->k->gemm_min_tokens);
+    }
     return n_decode == 0;
 }
 

@@ -93,6 +93,11 @@ typedef struct inf_kernels {
     size_t (*gemm_pack_bytes)(inf_dtype type, int64_t cols);
     int gemm_rows;       /* weight rows per gemm task, a multiple of 16 */
     int gemm_min_tokens; /* tokens from which gemm beats matvec (when either may run) */
+    /* The same for Q8_0 when set (0: gemm_min_tokens). The exact Q8_0
+     * matvec reads each group of weight rows from memory once for any
+     * token count (its later passes of 8 tokens find the group in cache),
+     * so it wins further than the block types' matvecs. */
+    int gemm_min_tokens_q8_0;
     /* The Q8_0 matvec's rows are bit-identical to the gemm's (and ref.c's):
      * an exact integer dot per block, block sums added in order. Then decode
      * and prefill rows of Q8_0 weights may share one kernel (ops.h, matmul).
