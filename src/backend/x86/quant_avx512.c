@@ -541,8 +541,8 @@ void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int 
 }
 
 /* One super-block of one row: the codes in element order, and the scale,
- * coef (per 16-group), d and dmin of the pack. */
-static void unpack_row(inf_dtype type, const char *blk, uint8_t codes[256], int32_t scale[16], int32_t coef[16],
+ * coef (per 16-group), d and dmin of the pack (x86_kernels.h). */
+void inf_avx512_unpack_kquant(inf_dtype type, const char *blk, uint8_t codes[256], int32_t scale[16], int32_t coef[16],
                        float *d, float *dmin) {
     kblock k;
     unpack_kblock(type, blk, &k);
@@ -606,7 +606,7 @@ static void pack_qgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char 
             d[i] = dmin[i] = 0.0f;
             continue;
         }
-        unpack_row(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb, codes[i], scale[i],
+        inf_avx512_unpack_kquant(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb, codes[i], scale[i],
                    coef[i], &d[i], &dmin[i]);
     }
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -747,7 +747,7 @@ size_t inf_avx512_qgemm32_pack_bytes(int64_t cols) {
 
 /* The 32 signed values of a block (stored to v), and its d and m; returns
  * Σ v. */
-static int32_t block_values(inf_dtype type, const char *w, int8_t v[32], float *d, float *m) {
+int32_t inf_avx512_block_values(inf_dtype type, const char *w, int8_t v[32], float *d, float *m) {
     *d = inf_f16_to_f32(f16_at(w));
     *m = 0.0f;
     const __m128i m4 = _mm_set1_epi8(0x0F);
@@ -794,7 +794,7 @@ static void pack_bgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char 
             d[i] = m[i] = 0.0f;
             corr[i] = 0;
         } else {
-            corr[i] = 128 * block_values(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb,
+            corr[i] = 128 * inf_avx512_block_values(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb,
                                          v[i], &d[i], &m[i]);
         }
     }
