@@ -37,6 +37,7 @@
  * activation rows would not fit the op's scratch) and Q8_0 products of
  * fewer tokens than the threshold below run the avx512 gemm.
  */
+#include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
 #include "backend/x86/amx_tiles.h"
 
@@ -154,27 +155,37 @@ size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols) {
 
 /* Rows [r, r + nr) of a Q4_0, Q5_0 or IQ4_NL weight as a Q8_0 tile group
  * (inf_avx512_pack_group's layout): per block the signed values, [8 quads]
- * [16 rows][4], then the 16 d_w as f32; missing rows are zeros. */
+ * [16 rows][4], then the 16 d_w as f32; missing rows are zeros. Two
+ * blocks per pass, as that packer does Q8_0: a row's 64 values in one
+ * vector, 16 rows transposed in registers. */
 static void pack_q32_group(const inf_weight *w, int64_t r, int nr, char *dst) {
     const int64_t nb = w->cols / QK;
     const size_t wb = inf_dtype_block_bytes(w->type);
     const char *w0 = (const char *)w->data + (size_t)r * w->row_bytes;
-    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(QK));
-    for (int64_t b = 0; b < nb; b++) {
-        int8_t v[TILE][QK] __attribute__((aligned(64)));
-        float d[TILE], m;
+    for (int64_t b = 0; b < nb; b += 2) {
+        const bool pair = b + 1 < nb;
+        __m512i v[TILE];
+        float d[2][TILE];
         for (int i = 0; i < TILE; i++) {
-            if (i < nr) {
-                inf_avx512_block_values(w->type, w0 + (size_t)i * w->row_bytes + (size_t)b * wb, v[i], &d[i], &m);
-            } else {
-                memset(v[i], 0, QK);
-                d[i] = 0.0f;
+            if (i >= nr) {
+                v[i] = _mm512_setzero_si512();
+                d[0][i] = d[1][i] = 0.0f;
+                continue;
             }
+            const char *blk = w0 + (size_t)i * w->row_bytes + (size_t)b * wb;
+            uint16_t h[2] = {0, 0};
+            memcpy(&h[0], blk, 2); /* d leads each of these blocks */
+            if (pair) memcpy(&h[1], blk + wb, 2);
+            d[0][i] = inf_f16_to_f32(h[0]);
+            d[1][i] = inf_f16_to_f32(h[1]);
+            v[i] = inf_avx512_values_pair(w->type, blk, blk + wb, pair);
         }
-        char *g = dst + (size_t)b * Q8_GROUP_BLOCK;
-        for (int q = 0; q < QK / 4; q++) _mm512_store_si512(g + q * 64, _mm512_i32gather_epi32(rows, (const int *)&v[0][4 * q], 1));
-        memcpy(g + 8 * 64, d, sizeof d);
+        inf_avx512_transpose16(v);
+        for (int half = 0; half < 1 + pair; half++) {
+            char *g = dst + (size_t)(b + half) * Q8_GROUP_BLOCK;
+            for (int q = 0; q < QK / 4; q++) _mm512_store_si512(g + q * 64, v[half * 8 + q]);
+            memcpy(g + 8 * 64, d[half], sizeof d[half]);
+        }
     }
 }
 

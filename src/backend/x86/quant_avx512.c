@@ -25,6 +25,7 @@
  *   - Q4_1, Q5_1: llama.cpp's x86 summation order (rows_q81): within the
  *     matvec budget.
  */
+#include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
 
 #include "core/common.h"
@@ -130,6 +131,11 @@ INLINE int code_offset32(inf_dtype type) {
     case INF_DTYPE_IQ4_NL: return 128;
     default: return 0;
     }
+}
+
+__m512i inf_avx512_values_pair(inf_dtype type, const char *w0, const char *w1, bool has2) {
+    const __m512i v = _mm512_sub_epi8(codes_pair(type, w0, w1, has2), _mm512_set1_epi8((char)code_offset32(type)));
+    return has2 ? v : _mm512_zextsi256_si512(_mm512_castsi512_si256(v));
 }
 
 INLINE uint16_t f16_at(const char *p) {
