@@ -25,6 +25,7 @@
  * Activations: the avx512 gemm's Q8_K rows (inf_act_prepare_quant), A tile
  * rows read straight from them.
  */
+#include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
 #include "backend/x86/amx_tiles.h"
 
@@ -78,22 +79,28 @@ static void pack_block(const inf_weight *w, int64_t r, int nr, int64_t b, char *
             d[i] = dmin[i] = 0.0f;
         }
     }
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i code_rows = _mm512_mullo_epi32(lane, _mm512_set1_epi32(INF_QK_K));
-    for (int q = 0; q < INF_QK_K / 4; q++)
-        _mm512_store_si512(quads[q], _mm512_i32gather_epi32(code_rows, (const int *)&codes[0][4 * q], 1));
-    /* int16 lane j of the low (high) half of a quad vector is row j / 4 (8 + j / 4) */
-    const __m512i idx_lo = _mm512_srli_epi16(_mm512_setr_epi32(0x00010000, 0x00030002, 0x00050004, 0x00070006, 0x00090008,
-                                                               0x000b000a, 0x000d000c, 0x000f000e, 0x00110010, 0x00130012,
-                                                               0x00150014, 0x00170016, 0x00190018, 0x001b001a, 0x001d001c,
-                                                               0x001f001e),
-                                             2);
-    const __m512i idx_hi = _mm512_add_epi16(idx_lo, _mm512_set1_epi16(8));
-    const __m512i row16 = _mm512_mullo_epi32(lane, _mm512_set1_epi32(16));
+    /* codes, scales and coefs to [.][row] order, 16 x 16 int32 at a time */
+    __m512i v[TILE], sc32s[TILE], cf32s[TILE];
+    for (int j = 0; j < INF_QK_K / 64; j++) {
+        for (int i = 0; i < TILE; i++) v[i] = _mm512_load_si512(codes[i] + 64 * j);
+        inf_avx512_transpose16(v);
+        for (int c = 0; c < 16; c++) _mm512_store_si512(quads[16 * j + c], v[c]);
+    }
+    for (int i = 0; i < TILE; i++) {
+        sc32s[i] = _mm512_loadu_si512(scale[i]);
+        cf32s[i] = _mm512_loadu_si512(coef[i]);
+    }
+    inf_avx512_transpose16(sc32s);
+    inf_avx512_transpose16(cf32s);
+    /* A quad vector's bytes widened by unpacklo (unpackhi) with zero: int16
+     * lane j is row 4 (j / 8) + (j % 8) / 4 (plus 2); PACKSSWB of the two
+     * halves puts the bytes back in row order. */
+    static const uint16_t rows_lo[32] = {0, 0, 0, 0, 1, 1, 1, 1, 4, 4, 4, 4, 5, 5, 5, 5,
+                                         8, 8, 8, 8, 9, 9, 9, 9, 12, 12, 12, 12, 13, 13, 13, 13};
+    const __m512i idx_lo = _mm512_loadu_si512(rows_lo), idx_hi = _mm512_add_epi16(idx_lo, _mm512_set1_epi16(2));
     char *hi = dst, *lo = dst + KQ_PLANE, *mn = dst + 2 * KQ_PLANE;
     for (int g = 0; g < 16; g++) {
-        const __m512i sc32 = _mm512_i32gather_epi32(row16, &scale[0][g], 4);
-        const __m512i cf32 = _mm512_i32gather_epi32(row16, &coef[0][g], 4);
+        const __m512i sc32 = sc32s[g], cf32 = cf32s[g];
         const __m512i sc = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(sc32));
         const __m512i cf = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(mins ? _mm512_setzero_si512() : cf32));
         const __m512i sc_lo = _mm512_permutexvar_epi16(idx_lo, sc), sc_hi = _mm512_permutexvar_epi16(idx_hi, sc);
@@ -101,15 +108,14 @@ static void pack_block(const inf_weight *w, int64_t r, int nr, int64_t b, char *
         const __m512i m4 = _mm512_mullo_epi32(cf32, _mm512_set1_epi32(0x01010101)); /* the min in each byte of its row */
         for (int c = 0; c < 4; c++) {
             const int q = 4 * g + c;
-            const __m512i u = _mm512_load_si512(quads[q]);
+            const __m512i u = _mm512_load_si512(quads[q]), zero = _mm512_setzero_si512();
             /* v = scale * u - coef (no mins) or scale * u, exact in int16 */
-            const __m512i v0 = _mm512_sub_epi16(_mm512_mullo_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(u)), sc_lo), cf_lo);
-            const __m512i v1 = _mm512_sub_epi16(_mm512_mullo_epi16(_mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(u, 1)), sc_hi), cf_hi);
-            const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_srai_epi16(v0, 6))),
-                                                 _mm512_cvtepi16_epi8(_mm512_srai_epi16(v1, 6)), 1);
+            const __m512i v0 = _mm512_sub_epi16(_mm512_mullo_epi16(_mm512_unpacklo_epi8(u, zero), sc_lo), cf_lo);
+            const __m512i v1 = _mm512_sub_epi16(_mm512_mullo_epi16(_mm512_unpackhi_epi8(u, zero), sc_hi), cf_hi);
             const __m512i m63 = _mm512_set1_epi16(63);
-            const __m512i l = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_and_si512(v0, m63))),
-                                                 _mm512_cvtepi16_epi8(_mm512_and_si512(v1, m63)), 1);
+            /* hi in -64..64 and lo in 0..63: the packs never saturate */
+            const __m512i h = _mm512_packs_epi16(_mm512_srai_epi16(v0, 6), _mm512_srai_epi16(v1, 6));
+            const __m512i l = _mm512_packs_epi16(_mm512_and_si512(v0, m63), _mm512_and_si512(v1, m63));
             _mm512_store_si512(hi + q * 64, h);
             _mm512_store_si512(lo + q * 64, l);
             if (mins) _mm512_store_si512(mn + q * 64, m4);
