@@ -551,6 +551,7 @@ void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int 
 void inf_avx512_unpack_kquant(inf_dtype type, const char *blk, uint8_t codes[256], int32_t scale[16], int32_t coef[16],
                        float *d, float *dmin) {
     kblock k;
+    memset(&k, 0, sizeof k); /* the types without super-blocks leave it unset (GCC's SAN build sees that path) */
     unpack_kblock(type, blk, &k);
     for (int j = 0; j < 4; j++) _mm512_storeu_si512(codes + 64 * j, k.u[j]);
     *d = k.d;
