@@ -13,6 +13,8 @@
  *   matmul Q2_K..Q6_K, IQ4_XS (every ISA)                  bit-identical
  *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (every ISA: gemm) bit-identical
  *   matmul Q4_0..Q5_1, IQ4_NL decode rows (neon)           bit-identical
+ *     (avx512+amx: the tiles from 16 tokens for the super-block types,
+ *     from 32 for Q4_0, Q5_0, IQ4_NL)
  *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
  *                             (f32 lanes of partial sums instead of a double);
  *                             a decode row's bits do not depend on the batch
@@ -331,6 +333,17 @@ static void test_matmul_quant(const isa_ops *s) {
         test_matmul_case(s, types[ti], 130, 512, 20);
         test_matmul_case(s, types[ti], 16, 256, 67);
     }
+    /* The tile gemms' shapes (avx512+amx; the others run them too): token
+     * counts around the super-block types' threshold of 16 and the
+     * 32-blocks' of 32 with partial last tiles, ragged row groups, one and
+     * several blocks. */
+    static const int tile_ns[] = {15, 16, 17, 33, 47};
+    static const int64_t tile_rows[] = {1, 17, 70};
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+        for (size_t ni = 0; ni < sizeof tile_ns / sizeof *tile_ns; ni++)
+            for (size_t ri = 0; ri < sizeof tile_rows / sizeof *tile_rows; ri++)
+                test_matmul_case(s, types[ti], tile_rows[ri], (ni + ri) % 2 ? 3 * inf_dtype_block_elems(types[ti]) :
+                                 inf_dtype_block_elems(types[ti]), tile_ns[ni]);
     printf("%s matmul (block types): worst error/budget %.3g\n", inf_isa_name(s->isa), worst_ratio);
 
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {

@@ -1,7 +1,10 @@
 /*
  * matmul_amx.c — the prefill gemm on Intel AMX tiles (Sapphire Rapids and
- * later): TDPBSSD int8 tiles for Q8_0 weights, TDPBF16PS bf16 tiles for
- * BF16 weights. The rest of the "avx512+amx" table is avx512's.
+ * later): TDPBSSD int8 tiles for Q8_0 weights (and for Q4_0, Q5_0 and
+ * IQ4_NL, whose blocks are unpacked to their int8 values when a task packs
+ * its rows: their dot is Q8_0's, core/quant.h), TDPBF16PS bf16 tiles for
+ * BF16 weights; the super-block types go to quant_amx.c. The rest of the
+ * "avx512+amx" table is avx512's.
  *
  * A tile product C[M][N] += A[M][K] · B[K][N] takes A as M rows of K
  * elements and B in "VNNI" order: K/4 rows (int8) or K/2 rows (bf16) of N
@@ -34,10 +37,13 @@
  * activation rows would not fit the op's scratch) and Q8_0 products of
  * fewer tokens than the threshold below run the avx512 gemm.
  */
+#include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
+#include "backend/x86/amx_tiles.h"
 
 #include "core/common.h"
 #include "core/dtype.h"
+#include "core/quant.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -63,28 +69,26 @@ enum {
  * either way. */
 enum { Q8_MIN_TOKENS = 32 };
 
+/* The 32-blocks whose activations are Q8_0 blocks and whose dot is
+ * sum += (float)isum * (d_w * d_x) (core/quant.h): Q8_0 and, unpacked to
+ * their int8 values at packing, Q4_0, Q5_0 and IQ4_NL. Their avx512 gemms
+ * are bit-identical to ref.c too, so the threshold changes no bit. */
+static bool q8_kind(inf_dtype type) {
+    return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0 || type == INF_DTYPE_Q5_0 || type == INF_DTYPE_IQ4_NL;
+}
+
 /* The AMX path handles this product; otherwise the avx512 gemm runs. */
 static bool amx_handles(inf_dtype type, int64_t cols, int n) {
-    return (type == INF_DTYPE_Q8_0 && n >= Q8_MIN_TOKENS) || (type == INF_DTYPE_BF16 && cols >= 16);
+    return (q8_kind(type) && n >= Q8_MIN_TOKENS) || (type == INF_DTYPE_BF16 && cols >= 16);
 }
 
 static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 /* ------------------------------------------------------------------ tile configuration */
 
-/* The LDTILECFG operand (palette 1): bytes per row and rows of each tile. */
-typedef struct tile_config {
-    uint8_t palette, start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-_Static_assert(sizeof(tile_config) == 64, "LDTILECFG reads 64 bytes");
+typedef inf_amx_config tile_config;
 
-static void tile_set(tile_config *c, int tile, int rows, int colsb) {
-    c->rows[tile] = (uint8_t)rows;
-    c->colsb[tile] = (uint16_t)colsb;
-}
+static void tile_set(tile_config *c, int tile, int rows, int colsb) { inf_amx_config_set(c, tile, rows, colsb); }
 
 /* ------------------------------------------------------------------ activations */
 
@@ -98,6 +102,10 @@ static void tile_set(tile_config *c, int tile, int rows, int colsb) {
 static size_t q8_scales_offset(int64_t nb, int n) { return (size_t)n * (size_t)nb * QK; }
 
 void inf_amx_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
+    if (inf_amx_kquant_takes(type, n)) { /* the avx512 gemm's rows (Q8_K blocks) as they are */
+        inf_avx512_gemm_prepare(type, x, cols, n, t0, t1, buf);
+        return;
+    }
     if (!amx_handles(type, cols, n)) {
         inf_avx512_gemm_prepare(type, x, cols, n, t0, t1, buf);
         return;
@@ -133,15 +141,52 @@ static __mmask16 tail_mask(int64_t n) { return n >= 16 ? 0xffff : (__mmask16)((1
 
 /* Bytes of one group of 16 rows as inf_avx512_pack_group packs it for tiles. */
 static size_t group_bytes(inf_dtype type, int64_t cols) {
-    if (type == INF_DTYPE_Q8_0) return (size_t)(cols / QK) * Q8_GROUP_BLOCK;
+    if (q8_kind(type)) return (size_t)(cols / QK) * Q8_GROUP_BLOCK;
     return (size_t)round_up(cols, BF16_STEP) / 2 * TILE * 4; /* [pairs][16 rows][2] bf16 */
 }
 
 /* Enough for either path (the token count is not known here). */
 size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols) {
     const size_t other = inf_avx512_gemm_pack_bytes(type, cols);
+    if (inf_amx_kquant_takes(type, INT32_MAX)) return INF_MAX(other, inf_amx_kquant_pack_bytes(type, cols));
     if (!amx_handles(type, cols, Q8_MIN_TOKENS)) return other;
     return INF_MAX(other, (INF_X86_GEMM_ROWS / TILE) * group_bytes(type, cols));
+}
+
+/* Rows [r, r + nr) of a Q4_0, Q5_0 or IQ4_NL weight as a Q8_0 tile group
+ * (inf_avx512_pack_group's layout): per block the signed values, [8 quads]
+ * [16 rows][4], then the 16 d_w as f32; missing rows are zeros. Two
+ * blocks per pass, as that packer does Q8_0: a row's 64 values in one
+ * vector, 16 rows transposed in registers. */
+static void pack_q32_group(const inf_weight *w, int64_t r, int nr, char *dst) {
+    const int64_t nb = w->cols / QK;
+    const size_t wb = inf_dtype_block_bytes(w->type);
+    const char *w0 = (const char *)w->data + (size_t)r * w->row_bytes;
+    for (int64_t b = 0; b < nb; b += 2) {
+        const bool pair = b + 1 < nb;
+        __m512i v[TILE];
+        float d[2][TILE];
+        for (int i = 0; i < TILE; i++) {
+            if (i >= nr) {
+                v[i] = _mm512_setzero_si512();
+                d[0][i] = d[1][i] = 0.0f;
+                continue;
+            }
+            const char *blk = w0 + (size_t)i * w->row_bytes + (size_t)b * wb;
+            uint16_t h[2] = {0, 0};
+            memcpy(&h[0], blk, 2); /* d leads each of these blocks */
+            if (pair) memcpy(&h[1], blk + wb, 2);
+            d[0][i] = inf_f16_to_f32(h[0]);
+            d[1][i] = inf_f16_to_f32(h[1]);
+            v[i] = inf_avx512_values_pair(w->type, blk, blk + wb, pair);
+        }
+        inf_avx512_transpose16(v);
+        for (int half = 0; half < 1 + pair; half++) {
+            char *g = dst + (size_t)(b + half) * Q8_GROUP_BLOCK;
+            for (int q = 0; q < QK / 4; q++) _mm512_store_si512(g + q * 64, v[half * 8 + q]);
+            memcpy(g + 8 * 64, d[half], sizeof d[half]);
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ Q8_0 */
@@ -350,6 +395,10 @@ static void bf16_gemm(const inf_weight *w, const inf_act *act, int64_t r0, int64
 /* ------------------------------------------------------------------ entry */
 
 void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride, void *pack) {
+    if (inf_amx_kquant_takes(w->type, a->n)) {
+        inf_amx_kquant_gemm(w, a, r0, r1, y, y_stride, pack);
+        return;
+    }
     if (!amx_handles(w->type, w->cols, a->n)) {
         inf_avx512_gemm(w, a, r0, r1, y, y_stride, pack);
         return;
@@ -357,11 +406,16 @@ void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1,
     /* an even number of groups: bf16 multiplies groups in pairs (the pad group is zeros) */
     const int n_groups = (int)((r1 - r0 + TILE - 1) / TILE);
     const size_t gbytes = group_bytes(w->type, w->cols);
-    for (int g = 0; g < n_groups; g++)
-        inf_avx512_pack_group(w, r0 + (int64_t)g * TILE, (int)INF_MIN(TILE, r1 - r0 - g * TILE),
-                              (char *)pack + g * gbytes, true);
+    for (int g = 0; g < n_groups; g++) {
+        const int64_t r = r0 + (int64_t)g * TILE;
+        const int nr = (int)INF_MIN(TILE, r1 - r);
+        if (w->type == INF_DTYPE_Q8_0 || w->type == INF_DTYPE_BF16)
+            inf_avx512_pack_group(w, r, nr, (char *)pack + g * gbytes, true);
+        else
+            pack_q32_group(w, r, nr, (char *)pack + g * gbytes);
+    }
     if (w->type == INF_DTYPE_BF16 && n_groups % 2) memset((char *)pack + n_groups * gbytes, 0, gbytes);
-    if (w->type == INF_DTYPE_Q8_0) q8_gemm(w, a, r0, r1, y, y_stride, pack);
+    if (q8_kind(w->type)) q8_gemm(w, a, r0, r1, y, y_stride, pack);
     else bf16_gemm(w, a, r0, r1, y, y_stride, pack);
     _tile_release();
 }

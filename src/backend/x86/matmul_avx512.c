@@ -26,6 +26,7 @@
  * block by block, each product and sum rounded: -std=c11 keeps GCC from
  * contracting them into FMAs); F32/F16/BF16 sum exact products in f32 lanes.
  */
+#include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
 
 #include "core/common.h"
@@ -437,7 +438,7 @@ size_t inf_avx512_gemm_pack_bytes(inf_dtype type, int64_t cols) {
  * Within 128-bit quarters: pairs (unpack 32), then quads (unpack 64), so
  * quarter L of u[4i + j] holds column 4L + j of rows 4i..4i+3; quarter
  * shuffles then gather each column's four quarters. */
-static void transpose16(__m512i v[16]) {
+void inf_avx512_transpose16(__m512i v[16]) {
     __m512i t[16], u[16];
     for (int i = 0; i < 8; i++) {
         t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
@@ -511,7 +512,7 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
                     }
                     v[t] = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
                 }
-                transpose16(v);
+                inf_avx512_transpose16(v);
                 for (int half = 0; half < 1 + pair; half++) {
                     char *pb = tile + (size_t)(b + half) * Q8_TOKEN_BLOCK * ts;
                     for (int quad = 0; quad < 8; quad++) _mm512_mask_storeu_epi32(pb + quad * 4 * ts, lanes, v[half * 8 + quad]);
@@ -525,7 +526,7 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
         for (int64_t k = 0; k < units; k += 16) {
             for (int t = 0; t < 16; t++)
                 v[t] = t < ts ? tile_units(type, x + (size_t)(tile0 + t) * (size_t)cols, cols, k) : _mm512_setzero_si512();
-            transpose16(v);
+            inf_avx512_transpose16(v);
             for (int c = 0; c < 16 && k + c < units; c++)
                 _mm512_mask_storeu_epi32(tile + (size_t)(k + c) * 4 * ts, lanes, v[c]);
         }
@@ -560,7 +561,7 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
                 const __m256i hi = pair ? _mm256_loadu_si256((const __m256i *)blk[1].q) : _mm256_setzero_si256();
                 v[i] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), flip);
             }
-            transpose16(v);
+            inf_avx512_transpose16(v);
             for (int half = 0; half < 1 + pair; half++) {
                 char *pb = (char *)dst + (b + half) * Q8_GROUP_BLOCK;
                 for (int quad = 0; quad < 8; quad++) _mm512_store_si512(pb + quad * 64, v[half * 8 + quad]);
@@ -582,7 +583,7 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
             for (int i = 0; i < GROUP; i++)
                 v[i] = i < nr ? _mm512_maskz_loadu_epi16(m, (const uint16_t *)(base + (size_t)i * w->row_bytes) + 2 * k)
                               : _mm512_setzero_si512();
-            transpose16(v);
+            inf_avx512_transpose16(v);
             for (int c = 0; c < 16 && k + c < np; c++) _mm512_store_si512((char *)dst + (k + c) * 64, v[c]);
         }
         break;
@@ -598,7 +599,7 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
                        : half  ? _mm512_castps_si512(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + k)))
                                : _mm512_castps_si512(_mm512_maskz_loadu_ps(m, (const float *)row + k));
             }
-            transpose16(v);
+            inf_avx512_transpose16(v);
             for (int c = 0; c < 16 && k + c < cols; c++) _mm512_store_si512((char *)dst + (k + c) * 64, v[c]);
         }
         break;

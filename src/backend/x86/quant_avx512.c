@@ -25,6 +25,7 @@
  *   - Q4_1, Q5_1: llama.cpp's x86 summation order (rows_q81): within the
  *     matvec budget.
  */
+#include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
 
 #include "core/common.h"
@@ -130,6 +131,11 @@ INLINE int code_offset32(inf_dtype type) {
     case INF_DTYPE_IQ4_NL: return 128;
     default: return 0;
     }
+}
+
+__m512i inf_avx512_values_pair(inf_dtype type, const char *w0, const char *w1, bool has2) {
+    const __m512i v = _mm512_sub_epi8(codes_pair(type, w0, w1, has2), _mm512_set1_epi8((char)code_offset32(type)));
+    return has2 ? v : _mm512_zextsi256_si512(_mm512_castsi512_si256(v));
 }
 
 INLINE uint16_t f16_at(const char *p) {
@@ -539,10 +545,11 @@ void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int 
 }
 
 /* One super-block of one row: the codes in element order, and the scale,
- * coef (per 16-group), d and dmin of the pack. */
-static void unpack_row(inf_dtype type, const char *blk, uint8_t codes[256], int32_t scale[16], int32_t coef[16],
+ * coef (per 16-group), d and dmin of the pack (x86_kernels.h). */
+void inf_avx512_unpack_kquant(inf_dtype type, const char *blk, uint8_t codes[256], int32_t scale[16], int32_t coef[16],
                        float *d, float *dmin) {
     kblock k;
+    memset(&k, 0, sizeof k); /* the types without super-blocks leave it unset (GCC's SAN build sees that path) */
     unpack_kblock(type, blk, &k);
     for (int j = 0; j < 4; j++) _mm512_storeu_si512(codes + 64 * j, k.u[j]);
     *d = k.d;
@@ -604,7 +611,7 @@ static void pack_qgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char 
             d[i] = dmin[i] = 0.0f;
             continue;
         }
-        unpack_row(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb, codes[i], scale[i],
+        inf_avx512_unpack_kquant(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb, codes[i], scale[i],
                    coef[i], &d[i], &dmin[i]);
     }
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -745,7 +752,7 @@ size_t inf_avx512_qgemm32_pack_bytes(int64_t cols) {
 
 /* The 32 signed values of a block (stored to v), and its d and m; returns
  * Σ v. */
-static int32_t block_values(inf_dtype type, const char *w, int8_t v[32], float *d, float *m) {
+int32_t inf_avx512_block_values(inf_dtype type, const char *w, int8_t v[32], float *d, float *m) {
     *d = inf_f16_to_f32(f16_at(w));
     *m = 0.0f;
     const __m128i m4 = _mm_set1_epi8(0x0F);
@@ -792,7 +799,7 @@ static void pack_bgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char 
             d[i] = m[i] = 0.0f;
             corr[i] = 0;
         } else {
-            corr[i] = 128 * block_values(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb,
+            corr[i] = 128 * inf_avx512_block_values(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb,
                                          v[i], &d[i], &m[i]);
         }
     }

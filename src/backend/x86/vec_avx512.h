@@ -1,12 +1,23 @@
 /*
- * vec_avx512.h — small AVX-512 helpers shared by the *_avx512.c kernels:
- * a vector expf and a transposing horizontal sum. Include only from files
- * built with the AVX-512 flags.
+ * vec_avx512.h — small AVX-512 helpers shared by the *_avx512.c and
+ * *_amx.c kernels: a vector expf, a transposing horizontal sum, and two
+ * packing helpers of the gemms. Include only from files built with the
+ * AVX-512 flags.
  */
 #ifndef INF_VEC_AVX512_H
 #define INF_VEC_AVX512_H
 
+#include "core/dtype.h"
+
 #include <immintrin.h>
+#include <stdbool.h>
+
+/* v[i] (16 int32 each) transposed in place: v[c] lane i = old v[i] lane c
+ * (matmul_avx512.c). */
+void inf_avx512_transpose16(__m512i v[16]);
+/* The signed values of blocks w0 and w1 (has2 false: zeros) of a Q4_0,
+ * Q5_0 or IQ4_NL row, in element order (quant_avx512.c). */
+__m512i inf_avx512_values_pair(inf_dtype type, const char *w0, const char *w1, bool has2);
 
 /* e^x on 16 lanes, within 2 ulp of expf for finite results: x = n ln2 + r
  * with |r| <= ln2/2 (ln2 split in two for an exact reduction), e^r by

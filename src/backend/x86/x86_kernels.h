@@ -92,6 +92,17 @@ size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 void inf_avx512_qgemm32(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys,
                         void *pack);
 size_t inf_avx512_qgemm32_pack_bytes(int64_t cols);
+/* The weight unpackers of those gemms, for the AMX gemms' packs.
+ * A 32-block (Q4_0 .. IQ4_NL): its 32 signed values into v, its d and m
+ * (Q4_1/Q5_1's min, else 0) as f32; returns the sum of v. */
+int32_t inf_avx512_block_values(inf_dtype type, const char *blk, int8_t v[32], float *d, float *m);
+/* A super-block (Q2_K .. Q6_K, IQ4_XS): its codes u in element order and,
+ * per 16-element group g, scale[g] and coef[g]; element k's value is
+ * scale[g] * u[k] - coef[g] for the types without mins (Q3_K, Q6_K,
+ * IQ4_XS), scale[g] * u[k] with min coef[g] (Q2_K, Q4_K, Q5_K:
+ * w = d * scale * u - dmin * coef); d and dmin (0 without mins) as f32. */
+void inf_avx512_unpack_kquant(inf_dtype type, const char *blk, uint8_t codes[256], int32_t scale[16],
+                              int32_t coef[16], float *d, float *dmin);
 
 /* ---- avx512+amx: avx512's table with the gemm on AMX tiles (Q8_0 and BF16;
  * other types, and BF16 rows under 16 columns, run avx512's gemm). */
@@ -99,5 +110,11 @@ void inf_amx_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, i
 void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                   void *pack);
 size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols);
+/* The super-block types' part of it (quant_amx.c): whether the tiles run
+ * an n-token product of the type, the gemm, and its pack's bytes. */
+bool inf_amx_kquant_takes(inf_dtype type, int n);
+void inf_amx_kquant_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                         void *pack);
+size_t inf_amx_kquant_pack_bytes(inf_dtype type, int64_t cols);
 
 #endif /* INF_X86_KERNELS_H */

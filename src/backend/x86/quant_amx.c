@@ -1,0 +1,272 @@
+/*
+ * quant_amx.c — the prefill gemm of the GGUF super-block types (Q2_K ..
+ * Q6_K, IQ4_XS) on AMX int8 tiles, bit-identical to ref.c and to the
+ * avx512 gemm (quant_avx512.c), which runs the products of fewer tokens.
+ *
+ * ref.c sums, per super-block, (d_w * d_x) * isum - (dmin_w * d_x) * imin
+ * in f32, where isum = Σ_k v_k x_k and imin = Σ_k m_k x_k are exact
+ * integers over the 256 elements (v_k: the element's code times its
+ * sub-block's scale, less the code offset; m_k: its sub-block's min; core/
+ * quant.h). Only the f32 steps are per super-block, so the tiles can run
+ * 64-deep products across the whole super-block, once the weights are
+ * int8: v is not (|v| <= 4096), so the pack splits it as v = 64 hi + lo
+ * with lo in 0..63 and hi in -64..64, and per super-block three 16 x 16
+ * accumulators gather H = Σ hi x, L = Σ lo x and imin = Σ m x (four
+ * TDPBSSD each). AVX-512 forms isum = 64 H + L (exact in int32) and does
+ * ref.c's f32 steps lane by lane. The types without mins skip the third
+ * product. Per super-block that is 8 or 12 tile products and one f32
+ * scaling per (token, row): the Q8_0 tiles need 8 products and 8 scalings
+ * for as many elements.
+ *
+ * Pack, per group of 16 rows and super-block: hi, lo (and m) planes, each
+ * [64 quads][16 rows][4] int8 (the B tile of a 64-element step is 1 KiB
+ * of it), then d and dmin [16] f32: 12.1 KiB with mins, 8.1 without; a
+ * task of 64 rows x 3072 columns packs 582 KiB (the avx512 gemm 294).
+ * Activations: the avx512 gemm's Q8_K rows (inf_act_prepare_quant), A tile
+ * rows read straight from them.
+ */
+#include "backend/x86/vec_avx512.h"
+#include "backend/x86/x86_kernels.h"
+#include "backend/x86/amx_tiles.h"
+
+#include "core/common.h"
+#include "core/quant.h"
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <string.h>
+
+#define INLINE static inline __attribute__((always_inline))
+
+enum {
+    TILE = INF_AMX_TILE,
+    KQ_PLANE = (INF_QK_K / 4) * TILE * 4, /* 4096: one int8 plane of a super-block and group */
+    KQ_STEP = TILE * 64,                  /* bytes of a plane per 64-element step (a B tile) */
+    /* From this many tokens the tiles run (Xeon, 2 threads, 64 x 1024 Q4_K:
+     * see inf_amx_kquant_takes); below, the avx512 gemm, bit-identical. */
+    KQ_MIN_TOKENS = 16,
+};
+
+static bool has_mins(inf_dtype type) {
+    return type == INF_DTYPE_Q2_K || type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K;
+}
+
+bool inf_amx_kquant_takes(inf_dtype type, int n) {
+    return n >= KQ_MIN_TOKENS && inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == INF_QK_K;
+}
+
+static size_t block_bytes(inf_dtype type) { return (has_mins(type) ? 3 : 2) * (size_t)KQ_PLANE + 2 * 64; }
+
+/* ------------------------------------------------------------------ packing */
+
+/* Super-block b of rows [r, r + nr) into dst (block_bytes; missing rows
+ * are zeros). */
+static void pack_block(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
+    const bool mins = has_mins(w->type);
+    uint8_t codes[TILE][INF_QK_K] __attribute__((aligned(64)));
+    uint8_t quads[INF_QK_K / 4][64] __attribute__((aligned(64))); /* [quad][row][4] codes */
+    int32_t scale[TILE][16], coef[TILE][16];
+    float d[TILE], dmin[TILE];
+    const size_t wb = inf_dtype_block_bytes(w->type);
+    for (int i = 0; i < TILE; i++) {
+        if (i < nr) {
+            inf_avx512_unpack_kquant(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb,
+                                     codes[i], scale[i], coef[i], &d[i], &dmin[i]);
+        } else {
+            memset(codes[i], 0, sizeof codes[i]);
+            memset(scale[i], 0, sizeof scale[i]);
+            memset(coef[i], 0, sizeof coef[i]);
+            d[i] = dmin[i] = 0.0f;
+        }
+    }
+    /* codes, scales and coefs to [.][row] order, 16 x 16 int32 at a time */
+    __m512i v[TILE], sc32s[TILE], cf32s[TILE];
+    for (int j = 0; j < INF_QK_K / 64; j++) {
+        for (int i = 0; i < TILE; i++) v[i] = _mm512_load_si512(codes[i] + 64 * j);
+        inf_avx512_transpose16(v);
+        for (int c = 0; c < 16; c++) _mm512_store_si512(quads[16 * j + c], v[c]);
+    }
+    for (int i = 0; i < TILE; i++) {
+        sc32s[i] = _mm512_loadu_si512(scale[i]);
+        cf32s[i] = _mm512_loadu_si512(coef[i]);
+    }
+    inf_avx512_transpose16(sc32s);
+    inf_avx512_transpose16(cf32s);
+    /* A quad vector's bytes widened by unpacklo (unpackhi) with zero: int16
+     * lane j is row 4 (j / 8) + (j % 8) / 4 (plus 2); PACKSSWB of the two
+     * halves puts the bytes back in row order. */
+    static const uint16_t rows_lo[32] = {0, 0, 0, 0, 1, 1, 1, 1, 4, 4, 4, 4, 5, 5, 5, 5,
+                                         8, 8, 8, 8, 9, 9, 9, 9, 12, 12, 12, 12, 13, 13, 13, 13};
+    const __m512i idx_lo = _mm512_loadu_si512(rows_lo), idx_hi = _mm512_add_epi16(idx_lo, _mm512_set1_epi16(2));
+    char *hi = dst, *lo = dst + KQ_PLANE, *mn = dst + 2 * KQ_PLANE;
+    for (int g = 0; g < 16; g++) {
+        const __m512i sc32 = sc32s[g], cf32 = cf32s[g];
+        const __m512i sc = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(sc32));
+        const __m512i cf = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(mins ? _mm512_setzero_si512() : cf32));
+        const __m512i sc_lo = _mm512_permutexvar_epi16(idx_lo, sc), sc_hi = _mm512_permutexvar_epi16(idx_hi, sc);
+        const __m512i cf_lo = _mm512_permutexvar_epi16(idx_lo, cf), cf_hi = _mm512_permutexvar_epi16(idx_hi, cf);
+        const __m512i m4 = _mm512_mullo_epi32(cf32, _mm512_set1_epi32(0x01010101)); /* the min in each byte of its row */
+        for (int c = 0; c < 4; c++) {
+            const int q = 4 * g + c;
+            const __m512i u = _mm512_load_si512(quads[q]), zero = _mm512_setzero_si512();
+            /* v = scale * u - coef (no mins) or scale * u, exact in int16 */
+            const __m512i v0 = _mm512_sub_epi16(_mm512_mullo_epi16(_mm512_unpacklo_epi8(u, zero), sc_lo), cf_lo);
+            const __m512i v1 = _mm512_sub_epi16(_mm512_mullo_epi16(_mm512_unpackhi_epi8(u, zero), sc_hi), cf_hi);
+            const __m512i m63 = _mm512_set1_epi16(63);
+            /* hi in -64..64 and lo in 0..63: the packs never saturate */
+            const __m512i h = _mm512_packs_epi16(_mm512_srai_epi16(v0, 6), _mm512_srai_epi16(v1, 6));
+            const __m512i l = _mm512_packs_epi16(_mm512_and_si512(v0, m63), _mm512_and_si512(v1, m63));
+            _mm512_store_si512(hi + q * 64, h);
+            _mm512_store_si512(lo + q * 64, l);
+            if (mins) _mm512_store_si512(mn + q * 64, m4);
+        }
+    }
+    char *scales = dst + (mins ? 3 : 2) * KQ_PLANE;
+    memcpy(scales, d, sizeof d);
+    memcpy(scales + 64, dmin, sizeof dmin);
+}
+
+/* ------------------------------------------------------------------ tiles */
+
+/* Accumulators H, L, M; activations A; weights BH, BL, BM. (Macros: the
+ * tile intrinsics paste the number into the instruction text.) */
+#define KQ_CH 0
+#define KQ_CL 1
+#define KQ_CM 2
+#define KQ_A 3
+#define KQ_BH 4
+#define KQ_BL 5
+#define KQ_BM 6
+
+static void kq_config(void) {
+    inf_amx_config c = {.palette = 1};
+    inf_amx_config_set(&c, KQ_CH, TILE, 64);
+    inf_amx_config_set(&c, KQ_CL, TILE, 64);
+    inf_amx_config_set(&c, KQ_CM, TILE, 64);
+    inf_amx_config_set(&c, KQ_A, TILE, 64);
+    inf_amx_config_set(&c, KQ_BH, TILE, 64);
+    inf_amx_config_set(&c, KQ_BL, TILE, 64);
+    inf_amx_config_set(&c, KQ_BM, TILE, 64);
+    _tile_loadconfig(&c);
+}
+
+/* y[t] (+)= (d * dx[t]) * (float)(64 H + L) - (dmin * dx[t]) * (float)M
+ * for the tile's nt tokens, in ref.c's (and the avx512 gemm's) operations:
+ * the sum over super-blocks lives in y, which starts at 0.0f (first) as
+ * ref.c's sum does; M is zero without mins. */
+INLINE void kq_scale(const int32_t *c, const bool MINS, const char *scales, const float *dx, int nt, bool first, float *y,
+                     size_t y_stride, __mmask16 rows) {
+    const __m512 d = _mm512_loadu_ps((const float *)scales), dmin = _mm512_loadu_ps((const float *)(scales + 64));
+    const int32_t *h = c, *l = c + TILE * TILE, *m = c + 2 * TILE * TILE;
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < TILE; t++) {
+        if (t >= nt) break;
+        const __m512i is = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(h + t * TILE), 6),
+                                            _mm512_load_si512(l + t * TILE));
+        const __m512i im = MINS ? _mm512_load_si512(m + t * TILE) : _mm512_setzero_si512();
+        const __m512 x = _mm512_set1_ps(dx[t]);
+        const __m512 p = _mm512_mul_ps(_mm512_mul_ps(d, x), _mm512_cvtepi32_ps(is));
+        const __m512 q = _mm512_mul_ps(_mm512_mul_ps(dmin, x), _mm512_cvtepi32_ps(im));
+        float *yt = y + (size_t)t * y_stride;
+        const __m512 sum = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(rows, yt);
+        _mm512_mask_storeu_ps(yt, rows, _mm512_add_ps(sum, _mm512_sub_ps(p, q)));
+    }
+}
+
+/* Super-block b of one packed group (pb: its block) times every token:
+ * the group's weights stay in L1 while the token tiles stream by (B
+ * stationary: a tile's weights are 8 or 12 KiB, its activations 4). The
+ * tile products of tile u are issued before tile u - 1 is scaled (from the
+ * buffer its accumulators were stored to), so the vector units work while
+ * the tile unit does. act: token 0's Q8_K row, rows `stride` apart; the
+ * last, partial token tile reads `tail` (16 rows, zeros past n). */
+INLINE void kq_block(const char *pb, const bool MINS, const char *act, size_t stride, const char *tail, int64_t b, int n,
+                     float *y, size_t y_stride, __mmask16 rows) {
+    int32_t c[2][3 * TILE * TILE] __attribute__((aligned(64)));
+    float dx[2][TILE];
+    const size_t xq = offsetof(inf_block_q8_K, qs), xd = offsetof(inf_block_q8_K, d);
+    const size_t boff = (size_t)b * sizeof(inf_block_q8_K);
+    const char *scales = pb + (MINS ? 3 : 2) * KQ_PLANE;
+    const int n_tiles = (n + TILE - 1) / TILE;
+    for (int u = 0; u <= n_tiles; u++) {
+        const int cur = u & 1, prev = cur ^ 1;
+        if (u < n_tiles) {
+            const int nt = INF_MIN(TILE, n - u * TILE);
+            const char *a = nt == TILE ? act + (size_t)u * TILE * stride : tail;
+            const char *ab = a + boff + xq;
+            _tile_zero(KQ_CH);
+            _tile_zero(KQ_CL);
+            if (MINS) _tile_zero(KQ_CM);
+            _Pragma("GCC unroll 4")
+            for (int s = 0; s < 4; s++) {
+                _tile_loadd(KQ_A, ab + 64 * s, (long)stride);
+                _tile_loadd(KQ_BH, pb + s * KQ_STEP, 64);
+                _tile_dpbssd(KQ_CH, KQ_A, KQ_BH);
+                _tile_loadd(KQ_BL, pb + KQ_PLANE + s * KQ_STEP, 64);
+                _tile_dpbssd(KQ_CL, KQ_A, KQ_BL);
+                if (MINS) {
+                    _tile_loadd(KQ_BM, pb + 2 * KQ_PLANE + s * KQ_STEP, 64);
+                    _tile_dpbssd(KQ_CM, KQ_A, KQ_BM);
+                }
+            }
+            for (int t = 0; t < nt; t++) memcpy(&dx[cur][t], a + (size_t)t * stride + boff + xd, sizeof(float));
+        }
+        if (u >= 1) {
+            const int t0 = (u - 1) * TILE;
+            kq_scale(c[prev], MINS, scales, dx[prev], INF_MIN(TILE, n - t0), b == 0, y + (size_t)t0 * y_stride, y_stride,
+                     rows);
+        }
+        if (u < n_tiles) {
+            _tile_stored(KQ_CH, c[cur], 64);
+            _tile_stored(KQ_CL, c[cur] + TILE * TILE, 64);
+            if (MINS) _tile_stored(KQ_CM, c[cur] + 2 * TILE * TILE, 64);
+        }
+    }
+}
+
+static void kq_block_mins(const char *pb, const char *act, size_t stride, const char *tail, int64_t b, int n, float *y,
+                          size_t y_stride, __mmask16 rows) {
+    kq_block(pb, true, act, stride, tail, b, n, y, y_stride, rows);
+}
+
+static void kq_block_plain(const char *pb, const char *act, size_t stride, const char *tail, int64_t b, int n, float *y,
+                           size_t y_stride, __mmask16 rows) {
+    kq_block(pb, false, act, stride, tail, b, n, y, y_stride, rows);
+}
+
+/* The pack: the groups' blocks, then the padded last token tile (16 rows
+ * of the activations, zeros past n). */
+static size_t pack_groups_bytes(inf_dtype type, int64_t cols) {
+    return (INF_X86_GEMM_ROWS / TILE) * (size_t)(cols / INF_QK_K) * block_bytes(type);
+}
+
+size_t inf_amx_kquant_pack_bytes(inf_dtype type, int64_t cols) {
+    return pack_groups_bytes(type, cols) + TILE * inf_act_row_bytes_quant(type, cols);
+}
+
+void inf_amx_kquant_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                         void *pack) {
+    const int64_t nb = w->cols / INF_QK_K;
+    const size_t bbytes = block_bytes(w->type), gbytes = (size_t)nb * bbytes;
+    const size_t stride = inf_act_row_bytes_quant(w->type, w->cols);
+    const int n = a->n, n_groups = (int)((r1 - r0 + TILE - 1) / TILE);
+    for (int g = 0; g < n_groups; g++) {
+        const int64_t r = r0 + (int64_t)g * TILE;
+        for (int64_t b = 0; b < nb; b++)
+            pack_block(w, r, (int)INF_MIN(TILE, r1 - r), b, (char *)pack + g * gbytes + (size_t)b * bbytes);
+    }
+    char *tail = (char *)pack + pack_groups_bytes(w->type, w->cols);
+    const int t_tail = n / TILE * TILE;
+    memset(tail, 0, TILE * stride);
+    memcpy(tail, (const char *)a->data + (size_t)t_tail * stride, (size_t)(n - t_tail) * stride);
+    kq_config();
+    const bool mins = has_mins(w->type);
+    for (int g = 0; g < n_groups; g++) {
+        const int64_t r = r0 + (int64_t)g * TILE;
+        const __mmask16 rows = (__mmask16)((1u << INF_MIN(TILE, r1 - r)) - 1);
+        for (int64_t b = 0; b < nb; b++)
+            (mins ? kq_block_mins : kq_block_plain)((const char *)pack + g * gbytes + (size_t)b * bbytes, a->data, stride,
+                                                    tail, b, n, y + r, y_stride, rows);
+    }
+    _tile_release();
+}
