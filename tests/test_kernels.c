@@ -1114,6 +1114,84 @@ static void test_paged(const isa_ops *s) {
     }
 }
 
+/* attn_decode_seqs: n_seqs sequences at random positions (each its own
+ * shuffled blocks, prior positions filled) store their new K and V rows
+ * and attend in one call; outputs and caches must be the bits of
+ * kv_store + attn_decode per sequence on the same ISA, on every thread
+ * count. */
+static void test_decode_seqs_case(const isa_ops *s, inf_kv_type type, int n_head, int n_head_kv, int hd, int bs,
+                                  int n_seqs) {
+    char label[200];
+    begin(label, sizeof label, s, "attn_decode_seqs kv=%s heads=%d/%d hd=%d block=%d seqs=%d", inf_kv_type_name(type),
+          n_head, n_head_kv, hd, bs, n_seqs);
+    enum { MAX_SEQS = 8 };
+    const int kv_dim = n_head_kv * hd, q_dim = n_head * hd;
+    paged_kv pg[MAX_SEQS];
+    void *pristine[MAX_SEQS][2];
+    inf_kv_view kc[MAX_SEQS], vc[MAX_SEQS];
+    inf_attn_shape sh[MAX_SEQS];
+    float *q = malloc((size_t)n_seqs * q_dim * sizeof(float));
+    float *k = malloc((size_t)n_seqs * kv_dim * sizeof(float)), *v = malloc((size_t)n_seqs * kv_dim * sizeof(float));
+    fill_uniform(q, (size_t)n_seqs * q_dim, -4.0f, 4.0f);
+    fill_uniform(k, (size_t)n_seqs * kv_dim, -1.0f, 1.0f);
+    fill_uniform(v, (size_t)n_seqs * kv_dim, -1.0f, 1.0f);
+    for (int i = 0; i < n_seqs; i++) {
+        const int pos = i == 0 ? 0 : (int)(rng_next() % 150); /* one sequence at its first token */
+        pg[i] = paged_new(type, n_head_kv, hd, bs, pos + 1);
+        if (pos > 0) {
+            float *pk = malloc((size_t)pos * kv_dim * sizeof(float)), *pv = malloc((size_t)pos * kv_dim * sizeof(float));
+            fill_uniform(pk, (size_t)pos * kv_dim, -1.0f, 1.0f);
+            fill_uniform(pv, (size_t)pos * kv_dim, -1.0f, 1.0f);
+            REF->kv_store(REF, &pg[i].k, &pg[i].v, pk, pv, pos, 0, n_head_kv, hd);
+            free(pk), free(pv);
+        }
+        for (int j = 0; j < 2; j++) {
+            pristine[i][j] = alloc_bytes(pg[i].bytes);
+            memcpy(pristine[i][j], j ? pg[i].v.data : pg[i].k.data, pg[i].bytes);
+        }
+        sh[i] = (inf_attn_shape){.n_tok = 1, .pos0 = pos, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd,
+                                 .scale = 1.0f / sqrtf((float)hd)};
+        kc[i] = pg[i].k, vc[i] = pg[i].v;
+    }
+    /* want: one sequence at a time */
+    const inf_ops *one = s->ops[0];
+    float *want = alloc_out((size_t)n_seqs * q_dim), *got = alloc_out((size_t)n_seqs * q_dim);
+    void *want_cache[MAX_SEQS][2];
+    for (int i = 0; i < n_seqs; i++) {
+        one->kv_store(one, &kc[i], &vc[i], k + (size_t)i * kv_dim, v + (size_t)i * kv_dim, 1, sh[i].pos0, n_head_kv, hd);
+        one->attn_decode(one, &sh[i], q + (size_t)i * q_dim, &kc[i], &vc[i], want + (size_t)i * q_dim);
+        for (int j = 0; j < 2; j++) {
+            want_cache[i][j] = alloc_bytes(pg[i].bytes);
+            memcpy(want_cache[i][j], j ? pg[i].v.data : pg[i].k.data, pg[i].bytes);
+        }
+    }
+    for (int t = 0; t < N_THREAD_COUNTS; t++) {
+        for (int i = 0; i < n_seqs; i++) memcpy(pg[i].k.data, pristine[i][0], pg[i].bytes), memcpy(pg[i].v.data, pristine[i][1], pg[i].bytes);
+        memset(got, 0, (size_t)n_seqs * q_dim * sizeof(float));
+        s->ops[t]->attn_decode_seqs(s->ops[t], n_seqs, sh, q, k, v, kc, vc, got);
+        check_same(got, want, (size_t)n_seqs * q_dim, "attn_decode_seqs vs one sequence at a time");
+        bool caches_same = true;
+        for (int i = 0; i < n_seqs; i++)
+            caches_same &= memcmp(pg[i].k.data, want_cache[i][0], pg[i].bytes) == 0 &&
+                           memcmp(pg[i].v.data, want_cache[i][1], pg[i].bytes) == 0;
+        TEST_CHECK(caches_same, "attn_decode_seqs (%d threads): caches differ from kv_store's", t + 1);
+    }
+    for (int i = 0; i < n_seqs; i++) {
+        for (int j = 0; j < 2; j++) free(pristine[i][j]), free(want_cache[i][j]);
+        paged_free(&pg[i]);
+    }
+    free(q), free(k), free(v), free(want), free(got);
+}
+
+static void test_decode_seqs(const isa_ops *s) {
+    static const inf_kv_type types[] = {INF_KV_F32, INF_KV_F16, INF_KV_Q8_0};
+    for (size_t ti = 0; ti < 3; ti++) {
+        test_decode_seqs_case(s, types[ti], 4, 2, 64, 16, 1);
+        test_decode_seqs_case(s, types[ti], 4, 2, 64, 16, 7);
+        test_decode_seqs_case(s, types[ti], 16, 8, 128, 64, 5);
+    }
+}
+
 /* ------------------------------------------------------------------ backend selection */
 
 static void test_selection(void) {
@@ -1164,6 +1242,7 @@ int main(void) {
             test_kv_store_q8_0_edges(&s);
             test_attention(&s);
             test_paged(&s);
+            test_decode_seqs(&s);
         }
         for (int t = 0; t < N_THREAD_COUNTS; t++) inf_ops_cpu_free(s.ops[t]);
     }

@@ -625,24 +625,30 @@ typedef struct kv_store_job {
     int n_tok, pos0, n_head_kv, head_dim;
 } kv_store_job;
 
+/* KV head h of rows [n_tok][n_head_kv][head_dim] into a cache at
+ * positions pos0.., in order. */
+static void store_head(const cpu_backend *c, const inf_kv_view *cache, const float *src, int n_tok, int pos0,
+                       int n_head_kv, int head_dim, int h) {
+    for (int t = 0; t < n_tok; t++) {
+        const float *s = src + ((size_t)t * n_head_kv + h) * (size_t)head_dim;
+        void *row = (char *)cache->data + inf_kv_type_bytes(cache->type, inf_kv_elem(cache, pos0 + t, h));
+        switch (cache->type) {
+        case INF_KV_F32: memcpy(row, s, (size_t)head_dim * sizeof(float)); break;
+        case INF_KV_F16: c->k->f32_to_f16(row, s, (size_t)head_dim); break;
+        case INF_KV_Q8_0: /* ref.c's quantizer, bit for bit */
+            if (c->k->quantize_row_q8_0) c->k->quantize_row_q8_0(s, row, head_dim);
+            else inf_quantize_row_q8_0(s, row, head_dim);
+            break;
+        }
+    }
+}
+
 /* Task = (cache, KV head): its rows at positions pos0.. in order. */
 static void kv_store_task(void *ctx, int task, int thread) {
     (void)thread;
     const kv_store_job *j = ctx;
     const int i = task / j->n_head_kv, h = task % j->n_head_kv;
-    const inf_kv_view *cache = j->cache[i];
-    for (int t = 0; t < j->n_tok; t++) {
-        const float *s = j->src[i] + ((size_t)t * j->n_head_kv + h) * (size_t)j->head_dim;
-        void *row = (char *)cache->data + inf_kv_type_bytes(cache->type, inf_kv_elem(cache, j->pos0 + t, h));
-        switch (cache->type) {
-        case INF_KV_F32: memcpy(row, s, (size_t)j->head_dim * sizeof(float)); break;
-        case INF_KV_F16: j->c->k->f32_to_f16(row, s, (size_t)j->head_dim); break;
-        case INF_KV_Q8_0: /* ref.c's quantizer, bit for bit */
-            if (j->c->k->quantize_row_q8_0) j->c->k->quantize_row_q8_0(s, row, j->head_dim);
-            else inf_quantize_row_q8_0(s, row, j->head_dim);
-            break;
-        }
-    }
+    store_head(j->c, j->cache[i], j->src[i], j->n_tok, j->pos0, j->n_head_kv, j->head_dim, h);
 }
 
 static void cpu_kv_store(const inf_ops *self, const inf_kv_view *k_cache, const inf_kv_view *v_cache,
@@ -710,6 +716,57 @@ static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const
         return;
     }
     run_tasks(c, j.tasks, decode_task, &j, (double)(sh->pos0 + 1) * sh->n_head * sh->head_dim);
+}
+
+typedef struct decode_seqs_job {
+    cpu_backend *c;
+    const inf_attn_shape *shapes;
+    const float *q, *k, *v;
+    const inf_kv_view *k_caches, *v_caches;
+    float *out;
+} decode_seqs_job;
+
+/* Task = (sequence, KV head): that head's new K and V rows, then its
+ * attention, which reads only that head of the caches. */
+static void decode_seqs_task(void *ctx, int task, int thread) {
+    const decode_seqs_job *j = ctx;
+    const inf_attn_shape *sh0 = &j->shapes[0];
+    const int s = task / sh0->n_head_kv, h = task % sh0->n_head_kv;
+    const inf_attn_shape *sh = &j->shapes[s];
+    const size_t q_row = (size_t)sh->n_head * (size_t)sh->head_dim;
+    const size_t kv_row = (size_t)sh->n_head_kv * (size_t)sh->head_dim;
+    store_head(j->c, &j->k_caches[s], j->k + s * kv_row, 1, sh->pos0, sh->n_head_kv, sh->head_dim, h);
+    store_head(j->c, &j->v_caches[s], j->v + s * kv_row, 1, sh->pos0, sh->n_head_kv, sh->head_dim, h);
+    j->c->k->attn_decode(sh, j->q + s * q_row, &j->k_caches[s], &j->v_caches[s], j->out + s * q_row, h,
+                         j->c->tmp[thread].p);
+}
+
+static void cpu_attn_decode_seqs(const inf_ops *self, int n_seqs, const inf_attn_shape *shapes, const float *q,
+                                 const float *k, const float *v, const inf_kv_view *k_caches,
+                                 const inf_kv_view *v_caches, float *out) {
+    cpu_backend *c = cpu_of(self);
+    bool fast = c->k && c->k->attn_decode && c->k->f32_to_f16;
+    size_t tmp = 0;
+    double work = 0;
+    for (int s = 0; s < n_seqs && fast; s++) {
+        fast = shapes[s].n_tok == 1 && kernels_read_kv(c, &k_caches[s], &v_caches[s]);
+        if (fast) tmp = INF_MAX(tmp, c->k->attn_tmp_bytes(&shapes[s]));
+        work += (double)(shapes[s].pos0 + 1) * shapes[s].n_head * shapes[s].head_dim;
+    }
+    if (!fast || !ensure_tmp(c, tmp)) { /* one sequence at a time: the same results */
+        for (int s = 0; s < n_seqs; s++) {
+            const inf_attn_shape *sh = &shapes[s];
+            const size_t q_row = (size_t)sh->n_head * (size_t)sh->head_dim;
+            const size_t kv_row = (size_t)sh->n_head_kv * (size_t)sh->head_dim;
+            cpu_kv_store(self, &k_caches[s], &v_caches[s], k + s * kv_row, v + s * kv_row, 1, sh->pos0,
+                         sh->n_head_kv, sh->head_dim);
+            cpu_attn_decode(self, sh, q + s * q_row, &k_caches[s], &v_caches[s], out + s * q_row);
+        }
+        return;
+    }
+    decode_seqs_job j = {.c = c, .shapes = shapes, .q = q, .k = k, .v = v, .k_caches = k_caches,
+                         .v_caches = v_caches, .out = out};
+    run_tasks(c, n_seqs * shapes[0].n_head_kv, decode_seqs_task, &j, work);
 }
 
 /* Task i runs query block (n_blocks - 1 - i % n_blocks) of KV head i / n_blocks:
@@ -782,6 +839,7 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
         .embed = cpu_embed,
         .kv_store = cpu_kv_store,
         .attn_decode = cpu_attn_decode,
+        .attn_decode_seqs = cpu_attn_decode_seqs,
         .attn_prefill = cpu_attn_prefill,
     };
     *out = &c->ops;

@@ -225,6 +225,16 @@ struct inf_ops {
     void (*attn_decode)(const inf_ops *self, const inf_attn_shape *shape, const float *q,
                         const inf_kv_view *k, const inf_kv_view *v, float *out);
 
+    /* One decode token of each of n_seqs sequences in one call: for each s,
+     * kv_store of k[s] and v[s] ([n_head_kv][head_dim]) at shapes[s].pos0
+     * of k_caches[s] and v_caches[s], then attn_decode of q[s]
+     * ([n_head][head_dim]) into out[s], with the results of those calls bit
+     * for bit. q, k, v and out are [n_seqs][...] rows; the shapes differ
+     * only in pos0. (The engine's decode rows: one dispatch for all.) */
+    void (*attn_decode_seqs)(const inf_ops *self, int n_seqs, const inf_attn_shape *shapes, const float *q,
+                             const float *k, const float *v, const inf_kv_view *k_caches,
+                             const inf_kv_view *v_caches, float *out);
+
     /* Prefill attention (flash): keys/values in tiles of 64, running max,
      * sum and output per query row; the causal mask is a loop bound. A query
      * row's result depends only on its position and the cache, never on how

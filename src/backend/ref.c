@@ -399,6 +399,19 @@ static void ref_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const
     }
 }
 
+static void ref_attn_decode_seqs(const inf_ops *self, int n_seqs, const inf_attn_shape *shapes, const float *q,
+                                 const float *k, const float *v, const inf_kv_view *k_caches,
+                                 const inf_kv_view *v_caches, float *out) {
+    for (int s = 0; s < n_seqs; s++) {
+        const inf_attn_shape *sh = &shapes[s];
+        const size_t q_row = (size_t)sh->n_head * (size_t)sh->head_dim;
+        const size_t kv_row = (size_t)sh->n_head_kv * (size_t)sh->head_dim;
+        ref_kv_store(self, &k_caches[s], &v_caches[s], k + s * kv_row, v + s * kv_row, 1, sh->pos0, sh->n_head_kv,
+                     sh->head_dim);
+        ref_attn_decode(self, sh, q + s * q_row, &k_caches[s], &v_caches[s], out + s * q_row);
+    }
+}
+
 enum { ATTN_TILE = 64 }; /* keys per flash tile */
 
 /* Flash prefill: per query row and head, keys/values in tiles of 64 (at
@@ -519,6 +532,7 @@ static const inf_ops ref_table = {
     .embed = ref_embed,
     .kv_store = ref_kv_store,
     .attn_decode = ref_attn_decode,
+    .attn_decode_seqs = ref_attn_decode_seqs,
     .attn_prefill = ref_attn_prefill,
 };
 

@@ -189,6 +189,22 @@ static void trace_attn_decode(const inf_ops *self, const inf_attn_shape *shape, 
     record(self, TRACE_ATTN_DECODE, t0, bytes, flops);
 }
 
+/* Counted as attn_decode, one call per batch (its stores included). */
+static void trace_attn_decode_seqs(const inf_ops *self, int n_seqs, const inf_attn_shape *shapes, const float *q,
+                                   const float *k, const float *v, const inf_kv_view *k_caches,
+                                   const inf_kv_view *v_caches, float *out) {
+    const inf_ops *in = trace_of(self)->inner;
+    const uint64_t t0 = now_ns();
+    in->attn_decode_seqs(in, n_seqs, shapes, q, k, v, k_caches, v_caches, out);
+    uint64_t bytes = 0, flops = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        uint64_t b, f;
+        attn_cost(&shapes[s], &k_caches[s], &v_caches[s], &b, &f);
+        bytes += b, flops += f;
+    }
+    record(self, TRACE_ATTN_DECODE, t0, bytes, flops);
+}
+
 static void trace_attn_prefill(const inf_ops *self, const inf_attn_shape *shape, const float *q,
                                const inf_kv_view *k, const inf_kv_view *v, float *out) {
     const inf_ops *in = trace_of(self)->inner;
@@ -226,6 +242,7 @@ inf_ops *inf_ops_trace_new(const inf_ops *inner) {
         .embed = trace_embed,
         .kv_store = trace_kv_store,
         .attn_decode = trace_attn_decode,
+        .attn_decode_seqs = trace_attn_decode_seqs,
         .attn_prefill = trace_attn_prefill,
     };
     for (int i = 0; i < TRACE_N_OPS; i++) {

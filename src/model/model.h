@@ -121,6 +121,9 @@ typedef struct qwen3_work {
     void *scratch;   /* [n_cap][max(n_embd, q_dim, n_ff)] f32: rounded activations */
     int32_t *pos;    /* [n_cap] position of each row */
     int32_t *keep;   /* [n_cap] rows that go on through the last layer */
+    /* [n_cap] the leading decode sequences' attention shapes and caches (attn_decode_seqs) */
+    inf_attn_shape *dec_shapes;
+    inf_kv_view *dec_k, *dec_v;
 } qwen3_work;
 
 /* Makes room for n rows (grows, never shrinks); the buffers come from the

@@ -37,6 +37,9 @@ void qwen3_work_free(const inf_model *m, qwen3_work *w) {
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b->buffer_free(b, bufs[i]);
     free(w->pos);
     free(w->keep);
+    free(w->dec_shapes);
+    free(w->dec_k);
+    free(w->dec_v);
     memset(w, 0, sizeof *w);
 }
 
@@ -58,8 +61,11 @@ inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_erro
     w->scratch = b->buffer_alloc(b, rows * (size_t)widest * sizeof(float));
     w->pos = malloc(rows * sizeof *w->pos);
     w->keep = malloc(rows * sizeof *w->keep);
+    w->dec_shapes = malloc(rows * sizeof *w->dec_shapes);
+    w->dec_k = malloc(rows * sizeof *w->dec_k);
+    w->dec_v = malloc(rows * sizeof *w->dec_v);
     if (!w->x || !w->xn || !w->q || !w->k || !w->v || !w->attn || !w->gate || !w->up || !w->scratch || !w->pos ||
-        !w->keep) {
+        !w->keep || !w->dec_shapes || !w->dec_k || !w->dec_v) {
         qwen3_work_free(m, w);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for activations of %d tokens", n);
     }
@@ -151,7 +157,22 @@ void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const 
         }
         if (m->kv_rot_v) ops->hadamard(ops, w->v, n * c->kv_dim / m->kv_rot_v, m->kv_rot_v);
 
-        for (int s = 0, row = 0; s < n_seqs; row += seqs[s].n, s++) {
+        /* the leading decode sequences (one row each) store and attend in
+         * one call; then each other sequence's rows */
+        int n_dec = 0;
+        while (n_dec < n_seqs && seqs[n_dec].decode && seqs[n_dec].n == 1) {
+            const qwen3_seq_rows *sq = &seqs[n_dec];
+            w->dec_k[n_dec] = qwen3_kv_view(m, kv, kv->k, l, sq->blocks);
+            w->dec_v[n_dec] = qwen3_kv_view(m, kv, kv->v, l, sq->blocks);
+            w->dec_shapes[n_dec] = (inf_attn_shape){
+                .n_tok = 1, .pos0 = sq->pos0, .n_head = c->n_head, .n_head_kv = c->n_head_kv,
+                .head_dim = c->head_dim, .scale = 1.0f / sqrtf((float)c->head_dim),
+            };
+            n_dec++;
+        }
+        if (n_dec)
+            ops->attn_decode_seqs(ops, n_dec, w->dec_shapes, w->q, w->k, w->v, w->dec_k, w->dec_v, w->attn);
+        for (int s = n_dec, row = n_dec; s < n_seqs; row += seqs[s].n, s++) {
             const qwen3_seq_rows *sq = &seqs[s];
             const inf_kv_view kc = qwen3_kv_view(m, kv, kv->k, l, sq->blocks);
             const inf_kv_view vc = qwen3_kv_view(m, kv, kv->v, l, sq->blocks);
