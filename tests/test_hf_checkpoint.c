@@ -1206,8 +1206,8 @@ static void test_rope_scaling_dir(void) {
     static const char *const objects[] = {
         "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 512}",
         "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}, \"original_max_position_embeddings\": 512",
-        "\"rope_scaling\": null, \"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"yarn\", "
-        "\"factor\": 4.0, \"original_max_position_embeddings\": 512}",
+        ("\"rope_scaling\": null, \"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"yarn\", "
+         "\"factor\": 4.0, \"original_max_position_embeddings\": 512}"),
     };
     const char *current = "\"rope_scaling\": null";
     for (size_t k = 0; k < sizeof objects / sizeof *objects; k++) {
