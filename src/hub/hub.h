@@ -44,6 +44,10 @@ typedef struct hub_error {
     char msg[512]; /* one line */
 } hub_error;
 
+/* Formats the message into err as one line (control characters, which
+ * names and the hub's answers may hold, become spaces); returns false. */
+bool hub_fail(hub_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ---- names (hub_names.c): pure string functions ---- */
 
 /* ORG/NAME: [A-Za-z0-9_.-] with exactly one '/', no leading/trailing or

@@ -17,17 +17,6 @@
 
 enum { LIST_MAX_FILES = 4096, LIST_MAX_DEPTH = 16 };
 
-static bool fail(hub_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool fail(hub_error *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-    for (char *c = err->msg; *c; c++) /* one line, whatever the names held */
-        if ((unsigned char)*c < 0x20) *c = ' ';
-    return false;
-}
-
 /* snprintf into a path buffer; false when it does not fit. */
 static bool path_join(char out[HUB_PATH_MAX], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool path_join(char out[HUB_PATH_MAX], const char *fmt, ...) {
@@ -53,8 +42,8 @@ bool hub_cache_dir(char out[HUB_PATH_MAX], hub_error *err) {
     else if ((v = env_nonempty("HF_HOME"))) fits = path_join(out, "%s/hub", v);
     else if ((v = env_nonempty("XDG_CACHE_HOME"))) fits = path_join(out, "%s/huggingface/hub", v);
     else if ((v = env_nonempty("HOME"))) fits = path_join(out, "%s/.cache/huggingface/hub", v);
-    else return fail(err, "no cache folder: set HF_HOME or HOME");
-    if (!fits) return fail(err, "the cache folder's path is too long");
+    else return hub_fail(err, "no cache folder: set HF_HOME or HOME");
+    if (!fits) return hub_fail(err, "the cache folder's path is too long");
     return true;
 }
 
@@ -74,12 +63,12 @@ void hub_repo_dir(const char *hub, const char *repo, char out[HUB_PATH_MAX]) {
 
 bool hub_mkdirs(const char *dir, hub_error *err) {
     char path[HUB_PATH_MAX];
-    if (!path_join(path, "%s", dir)) return fail(err, "path too long: %s", dir);
+    if (!path_join(path, "%s", dir)) return hub_fail(err, "path too long: %s", dir);
     for (char *p = path + 1;; p++) {
         if (*p != '/' && *p) continue;
         char saved = *p;
         *p = 0;
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) return fail(err, "cannot create %s: %s", path, strerror(errno));
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) return hub_fail(err, "cannot create %s: %s", path, strerror(errno));
         *p = saved;
         if (!saved) return true;
     }
@@ -102,18 +91,18 @@ bool hub_ref_read(const char *repo_dir, const char *rev, char commit[HUB_COMMIT_
 bool hub_ref_write(const char *repo_dir, const char *rev, const char *commit, hub_error *err) {
     char path[HUB_PATH_MAX], tmp[HUB_PATH_MAX], dir[HUB_PATH_MAX];
     if (!path_join(path, "%s/refs/%s", repo_dir, rev) || !path_join(tmp, "%s.%ld.tmp", path, (long)getpid()))
-        return fail(err, "path too long: %s/refs/%s", repo_dir, rev);
+        return hub_fail(err, "path too long: %s/refs/%s", repo_dir, rev);
     memcpy(dir, path, sizeof dir);
     *strrchr(dir, '/') = 0;
     if (!hub_mkdirs(dir, err)) return false;
     FILE *f = fopen(tmp, "wb");
-    if (!f) return fail(err, "cannot write %s: %s", tmp, strerror(errno));
+    if (!f) return hub_fail(err, "cannot write %s: %s", tmp, strerror(errno));
     bool ok = fputs(commit, f) >= 0;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
-        return fail(err, "cannot write %s: %s", path, strerror(e));
+        return hub_fail(err, "cannot write %s: %s", path, strerror(e));
     }
     return true;
 }
@@ -124,15 +113,15 @@ typedef struct file_list {
 } file_list;
 
 static bool list_push(file_list *l, const char *path, hub_error *err) {
-    if (l->n == LIST_MAX_FILES) return fail(err, "more than %d files below the snapshot", LIST_MAX_FILES);
+    if (l->n == LIST_MAX_FILES) return hub_fail(err, "more than %d files below the snapshot", LIST_MAX_FILES);
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 32;
         char **grown = realloc(l->paths, cap * sizeof *grown);
-        if (!grown) return fail(err, "out of memory");
+        if (!grown) return hub_fail(err, "out of memory");
         l->paths = grown;
         l->cap = cap;
     }
-    if (!(l->paths[l->n] = strdup(path))) return fail(err, "out of memory");
+    if (!(l->paths[l->n] = strdup(path))) return hub_fail(err, "out of memory");
     l->n++;
     return true;
 }
@@ -140,9 +129,9 @@ static bool list_push(file_list *l, const char *path, hub_error *err) {
 /* Appends the files below root/relative ("" = root itself). */
 static bool list_below(const char *root, const char *relative, int depth, file_list *l, hub_error *err) {
     char dir_path[HUB_PATH_MAX];
-    if (!path_join(dir_path, "%s%s%s", root, *relative ? "/" : "", relative)) return fail(err, "path too long below %s", root);
+    if (!path_join(dir_path, "%s%s%s", root, *relative ? "/" : "", relative)) return hub_fail(err, "path too long below %s", root);
     DIR *d = opendir(dir_path);
-    if (!d) return fail(err, "cannot read %s: %s", dir_path, strerror(errno));
+    if (!d) return hub_fail(err, "cannot read %s: %s", dir_path, strerror(errno));
     bool ok = true;
     struct dirent *e;
     while (ok && (e = readdir(d))) {
@@ -151,11 +140,11 @@ static bool list_below(const char *root, const char *relative, int depth, file_l
         struct stat st;
         if (!path_join(rel, "%s%s%s", relative, *relative ? "/" : "", e->d_name) ||
             !path_join(full, "%s/%s", root, rel)) {
-            ok = fail(err, "path too long below %s", root);
+            ok = hub_fail(err, "path too long below %s", root);
         } else if (lstat(full, &st) != 0) {
             continue; /* vanished meanwhile */
         } else if (S_ISDIR(st.st_mode)) {
-            if (depth + 1 >= LIST_MAX_DEPTH) ok = fail(err, "folders nested too deep below %s", root);
+            if (depth + 1 >= LIST_MAX_DEPTH) ok = hub_fail(err, "folders nested too deep below %s", root);
             else ok = list_below(root, rel, depth + 1, l, err);
         } else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
             ok = list_push(l, rel, err);
@@ -188,7 +177,7 @@ bool hub_snapshot_link(const char *repo_dir, const char *commit, const char *fil
                        hub_error *err) {
     char link_path[HUB_PATH_MAX], target[HUB_PATH_MAX], dir[HUB_PATH_MAX];
     if (!path_join(link_path, "%s/snapshots/%s/%s", repo_dir, commit, file))
-        return fail(err, "path too long: snapshots/%s/%s", commit, file);
+        return hub_fail(err, "path too long: snapshots/%s/%s", commit, file);
     memcpy(dir, link_path, sizeof dir);
     *strrchr(dir, '/') = 0;
     if (!hub_mkdirs(dir, err)) return false;
@@ -197,9 +186,9 @@ bool hub_snapshot_link(const char *repo_dir, const char *commit, const char *fil
     target[0] = 0;
     for (const char *p = file; *p; p++)
         if (*p == '/') used += (size_t)snprintf(target + used, sizeof target - used, "../");
-    if (!path_join(target + used, "../../blobs/%s", etag)) return fail(err, "path too long: %s", file);
+    if (!path_join(target + used, "../../blobs/%s", etag)) return hub_fail(err, "path too long: %s", file);
     unlink(link_path); /* as huggingface_hub: the link is remade */
-    if (symlink(target, link_path) != 0) return fail(err, "cannot link %s: %s", link_path, strerror(errno));
+    if (symlink(target, link_path) != 0) return hub_fail(err, "cannot link %s: %s", link_path, strerror(errno));
     return true;
 }
 
@@ -211,12 +200,12 @@ bool hub_resolve_cached(const char *repo, const char *tag, char **path, hub_erro
     if (!hub_cache_dir(hub, err)) return false;
     hub_repo_dir(hub, repo, repo_dir);
     if (!hub_ref_read(repo_dir, "main", commit))
-        return fail(err, "%s%s%s is no file here and not in the Hugging Face cache (%s); run: inferno pull %s%s%s", repo,
+        return hub_fail(err, "%s%s%s is no file here and not in the Hugging Face cache (%s); run: inferno pull %s%s%s", repo,
                     colon, tag, hub, repo, colon, tag);
     struct stat st;
-    if (!path_join(snapshot, "%s/snapshots/%s", repo_dir, commit)) return fail(err, "path too long: %s", repo_dir);
+    if (!path_join(snapshot, "%s/snapshots/%s", repo_dir, commit)) return hub_fail(err, "path too long: %s", repo_dir);
     if (stat(snapshot, &st) != 0 || !S_ISDIR(st.st_mode))
-        return fail(err, "%s: the cache's refs/main names commit %s, whose snapshot is missing; run: inferno pull %s%s%s",
+        return hub_fail(err, "%s: the cache's refs/main names commit %s, whose snapshot is missing; run: inferno pull %s%s%s",
                     repo, commit, repo, colon, tag);
     char **files;
     size_t n;
@@ -230,28 +219,28 @@ bool hub_resolve_cached(const char *repo, const char *tag, char **path, hub_erro
         hub_gguf_name name;
         hub_gguf_name_parse(files[chosen], &name);
         if (name.count > 1)
-            ok = fail(err, "%s%s%s is a GGUF split in %d parts (%s); inferno does not load split GGUFs yet "
+            ok = hub_fail(err, "%s%s%s is a GGUF split in %d parts (%s); inferno does not load split GGUFs yet "
                       "(llama-gguf-split --merge makes one file)", repo, colon, tag, name.count, files[chosen]);
         else if (hub_gguf_parts(names, n, chosen, parts, 1) != 1 || !path_join(found, "%s/%s", snapshot, files[chosen]))
-            ok = fail(err, "%s: cannot use %s", repo, files[chosen]);
+            ok = hub_fail(err, "%s: cannot use %s", repo, files[chosen]);
         else if (stat(found, &st) != 0)
-            ok = fail(err, "%s: %s in the cache points to a missing blob; run: inferno pull %s%s%s", repo, files[chosen],
+            ok = hub_fail(err, "%s: %s in the cache points to a missing blob; run: inferno pull %s%s%s", repo, files[chosen],
                       repo, colon, tag);
     } else if (*tag) {
         char tags[256];
         hub_gguf_tags(names, n, tags, sizeof tags);
         if (*tags)
-            ok = fail(err, "%s has no GGUF tagged %s in the cache (cached: %s); run: inferno pull %s:%s", repo, tag, tags,
+            ok = hub_fail(err, "%s has no GGUF tagged %s in the cache (cached: %s); run: inferno pull %s:%s", repo, tag, tags,
                       repo, tag);
         else
-            ok = fail(err, "%s in the cache holds no GGUF for the tag %s; run: inferno pull %s:%s", repo, tag, repo, tag);
+            ok = hub_fail(err, "%s in the cache holds no GGUF for the tag %s; run: inferno pull %s:%s", repo, tag, repo, tag);
     } else {
         char config[HUB_PATH_MAX];
         if (path_join(config, "%s/config.json", snapshot) && stat(config, &st) == 0) memcpy(found, snapshot, sizeof found);
-        else ok = fail(err, "%s in the cache holds neither a GGUF nor a config.json; run: inferno pull %s", repo, repo);
+        else ok = hub_fail(err, "%s in the cache holds neither a GGUF nor a config.json; run: inferno pull %s", repo, repo);
     }
     hub_free_list(files, n);
     if (!ok) return false;
-    if (!(*path = strdup(found))) return fail(err, "out of memory");
+    if (!(*path = strdup(found))) return hub_fail(err, "out of memory");
     return true;
 }

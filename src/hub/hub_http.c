@@ -43,21 +43,9 @@ struct hub_client {
     hub_client_options opt;
 };
 
-static bool fail(hub_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool fail(hub_error *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-    /* one line: names and the hub's own messages could hold newlines */
-    for (char *p = err->msg; *p; p++)
-        if ((unsigned char)*p < 0x20) *p = ' ';
-    return false;
-}
-
 bool hub_global_init(hub_error *err) {
     CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (rc != CURLE_OK) return fail(err, "libcurl: %s", curl_easy_strerror(rc));
+    if (rc != CURLE_OK) return hub_fail(err, "libcurl: %s", curl_easy_strerror(rc));
     return true;
 }
 
@@ -66,7 +54,7 @@ void hub_global_cleanup(void) { curl_global_cleanup(); }
 hub_client *hub_client_new(const hub_client_options *opt, hub_error *err) {
     hub_client *c = calloc(1, sizeof *c);
     if (!c) {
-        fail(err, "out of memory");
+        hub_fail(err, "out of memory");
         return NULL;
     }
     c->opt = *opt;
@@ -78,7 +66,7 @@ hub_client *hub_client_new(const hub_client_options *opt, hub_error *err) {
     const char *scheme_end = strstr(endpoint, "://");
     if (len == 0 || len >= sizeof c->endpoint || !scheme_end ||
         (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0)) {
-        fail(err, "HF_ENDPOINT must be an http:// or https:// URL, got '%s'", endpoint);
+        hub_fail(err, "HF_ENDPOINT must be an http:// or https:// URL, got '%s'", endpoint);
         free(c);
         return NULL;
     }
@@ -92,19 +80,19 @@ hub_client *hub_client_new(const hub_client_options *opt, hub_error *err) {
         char header[1024];
         for (const char *p = opt->token; *p; p++)
             if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e) {
-                fail(err, "HF_TOKEN holds a space or control character");
+                hub_fail(err, "HF_TOKEN holds a space or control character");
                 free(c);
                 return NULL;
             }
         if (snprintf(header, sizeof header, "Authorization: Bearer %s", opt->token) >= (int)sizeof header) {
-            fail(err, "HF_TOKEN is too long");
+            hub_fail(err, "HF_TOKEN is too long");
             free(c);
             return NULL;
         }
         c->auth = curl_slist_append(NULL, header);
     }
     if (!(c->curl = curl_easy_init())) {
-        fail(err, "libcurl: cannot create a handle");
+        hub_fail(err, "libcurl: cannot create a handle");
         hub_client_free(c);
         return NULL;
     }
@@ -282,7 +270,7 @@ static size_t on_memory_body(char *data, size_t size, size_t count, void *user) 
 bool hub_get(hub_client *c, const char *path, size_t max_bytes, char **body, size_t *len, long *status,
              hub_error *err) {
     char url[4096];
-    if (snprintf(url, sizeof url, "%s%s", c->endpoint, path) >= (int)sizeof url) return fail(err, "URL too long: %s", path);
+    if (snprintf(url, sizeof url, "%s%s", c->endpoint, path) >= (int)sizeof url) return hub_fail(err, "URL too long: %s", path);
     response_headers h;
     const char *accept[] = {"Accept: application/json", NULL};
     struct curl_slist *headers = request_headers(c, accept);
@@ -299,20 +287,20 @@ bool hub_get(hub_client *c, const char *path, size_t max_bytes, char **body, siz
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
     if (b.too_big) {
         free(b.data);
-        return fail(err, "%s: the answer is over %zu bytes", url, max_bytes);
+        return hub_fail(err, "%s: the answer is over %zu bytes", url, max_bytes);
     }
     if (rc != CURLE_OK) {
         free(b.data);
         *status = 0;
-        return fail(err, "%s: %s", url, curl_easy_strerror(rc));
+        return hub_fail(err, "%s: %s", url, curl_easy_strerror(rc));
     }
     if (*status != 200) {
         char what[400];
         describe_status(*status, &h, what, sizeof what);
         free(b.data);
-        return fail(err, "%s: %s", url, what);
+        return hub_fail(err, "%s: %s", url, what);
     }
-    if (!b.data && !(b.data = calloc(1, 1))) return fail(err, "out of memory");
+    if (!b.data && !(b.data = calloc(1, 1))) return hub_fail(err, "out of memory");
     *body = b.data;
     *len = b.len;
     return true;
@@ -337,9 +325,9 @@ bool hub_head_file(hub_client *c, const char *repo, const char *rev, const char 
     memset(meta, 0, sizeof *meta);
     if (!url_encode(file, true, file_enc, sizeof file_enc) || !url_encode(rev, false, rev_enc, sizeof rev_enc) ||
         snprintf(url, sizeof url, "%s/%s/resolve/%s/%s", c->endpoint, repo, rev_enc, file_enc) >= (int)sizeof url)
-        return fail(err, "%s: URL too long", file);
+        return hub_fail(err, "%s: URL too long", file);
     response_headers *h = malloc(sizeof *h);
-    if (!h) return fail(err, "out of memory");
+    if (!h) return hub_fail(err, "out of memory");
     /* the real size, not a compressed one */
     const char *identity[] = {"Accept-Encoding: identity", NULL};
     struct curl_slist *headers = request_headers(c, identity);
@@ -351,7 +339,7 @@ bool hub_head_file(hub_client *c, const char *repo, const char *rev, const char 
         curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, 30L);
         CURLcode rc = curl_easy_perform(c->curl);
         if (rc != CURLE_OK) {
-            ok = fail(err, "%s: %s", url, curl_easy_strerror(rc));
+            ok = hub_fail(err, "%s: %s", url, curl_easy_strerror(rc));
             break;
         }
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -359,11 +347,11 @@ bool hub_head_file(hub_client *c, const char *repo, const char *rev, const char 
         if (redirect && h->location[0] == '/') {
             /* within the hub (a renamed repository): followed */
             if (hop == MAX_RELATIVE_REDIRECTS) {
-                ok = fail(err, "%s: more than %d redirects", file, MAX_RELATIVE_REDIRECTS);
+                ok = hub_fail(err, "%s: more than %d redirects", file, MAX_RELATIVE_REDIRECTS);
                 break;
             }
             if (snprintf(url, sizeof url, "%s%s", c->origin, h->location) >= (int)sizeof url) {
-                ok = fail(err, "%s: redirect URL too long", file);
+                ok = hub_fail(err, "%s: redirect URL too long", file);
                 break;
             }
             continue;
@@ -371,32 +359,32 @@ bool hub_head_file(hub_client *c, const char *repo, const char *rev, const char 
         if (!(status >= 200 && status < 300) && !redirect) {
             char what[400];
             describe_status(status, h, what, sizeof what);
-            ok = fail(err, "%s: %s%s", url, what,
+            ok = hub_fail(err, "%s: %s%s", url, what,
                       status == 401 || status == 403 ? " (a private or gated repository needs a token in HF_TOKEN)" : "");
             break;
         }
         if (redirect && strncmp(h->location, "http://", 7) != 0 && strncmp(h->location, "https://", 8) != 0) {
-            ok = fail(err, "%s: the hub redirected to '%.100s', not an http(s) URL", file, h->location);
+            ok = hub_fail(err, "%s: the hub redirected to '%.100s', not an http(s) URL", file, h->location);
             break;
         }
         normalize_etag(h->linked_etag[0] ? h->linked_etag : h->etag, meta->etag, sizeof meta->etag);
         if (!hub_etag_valid(meta->etag)) {
-            ok = fail(err, "%s: the hub's ETag '%.80s' is missing or not a blob name", file, meta->etag);
+            ok = hub_fail(err, "%s: the hub's ETag '%.80s' is missing or not a blob name", file, meta->etag);
             break;
         }
         const char *size = h->linked_size[0] ? h->linked_size : redirect ? "" : h->content_length;
         if (!parse_u64(size, &meta->size_bytes)) {
-            ok = fail(err, "%s: the hub gave no size (X-Linked-Size / Content-Length '%.40s')", file, size);
+            ok = hub_fail(err, "%s: the hub gave no size (X-Linked-Size / Content-Length '%.40s')", file, size);
             break;
         }
         if (h->repo_commit[0]) {
             if (!hub_commit_valid(h->repo_commit)) {
-                ok = fail(err, "%s: X-Repo-Commit '%.50s' is not a commit", file, h->repo_commit);
+                ok = hub_fail(err, "%s: X-Repo-Commit '%.50s' is not a commit", file, h->repo_commit);
                 break;
             }
             memcpy(meta->commit, h->repo_commit, HUB_COMMIT_LEN + 1);
         }
-        if (!(meta->location = strdup(redirect ? h->location : url))) ok = fail(err, "out of memory");
+        if (!(meta->location = strdup(redirect ? h->location : url))) ok = hub_fail(err, "out of memory");
         break;
     }
     curl_slist_free_all(headers);
@@ -532,7 +520,7 @@ static bool finish_failed(download *d, const char *incomplete_path, hub_error *e
 bool hub_download(hub_client *c, const char *url, const char *file, const char *incomplete_path,
                   uint64_t size_bytes, const char *sha256_hex, hub_error *err) {
     download *d = calloc(1, sizeof *d);
-    if (!d) return fail(err, "out of memory");
+    if (!d) return hub_fail(err, "out of memory");
     d->c = c;
     d->file = file;
     d->size_bytes = size_bytes;
@@ -540,7 +528,7 @@ bool hub_download(hub_client *c, const char *url, const char *file, const char *
     d->fd = open(incomplete_path, O_RDWR | O_CREAT, 0666);
     bool ok = false;
     if (d->fd < 0) {
-        fail(err, "cannot open %s: %s", incomplete_path, strerror(errno));
+        hub_fail(err, "cannot open %s: %s", incomplete_path, strerror(errno));
         free(d);
         return false;
     }
@@ -647,7 +635,7 @@ bool hub_download(hub_client *c, const char *url, const char *file, const char *
         }
     }
     if (fsync(d->fd) != 0 || close(d->fd) != 0) {
-        fail(err, "cannot write %s: %s", incomplete_path, strerror(errno));
+        hub_fail(err, "cannot write %s: %s", incomplete_path, strerror(errno));
         goto out;
     }
     ok = true;

@@ -227,8 +227,7 @@ void hub_gguf_tags(const char *const *paths, size_t n, char *out, size_t cap) {
     }
 }
 
-static bool fail(hub_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool fail(hub_error *err, const char *fmt, ...) {
+bool hub_fail(hub_error *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
@@ -248,25 +247,25 @@ bool hub_revision_parse(const char *json, size_t len, char commit[HUB_COMMIT_LEN
     const cJSON *sha = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "sha") : NULL;
     const cJSON *siblings = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "siblings") : NULL;
     bool ok = true;
-    if (!cJSON_IsObject(root)) ok = fail(err, "not a JSON object");
-    else if (!cJSON_IsString(sha) || !hub_commit_valid(sha->valuestring)) ok = fail(err, "no 40-digit commit in \"sha\"");
-    else if (!cJSON_IsArray(siblings)) ok = fail(err, "no \"siblings\" array");
-    else if (cJSON_GetArraySize(siblings) > HUB_MAX_SIBLINGS) ok = fail(err, "over %d files", HUB_MAX_SIBLINGS);
+    if (!cJSON_IsObject(root)) ok = hub_fail(err, "not a JSON object");
+    else if (!cJSON_IsString(sha) || !hub_commit_valid(sha->valuestring)) ok = hub_fail(err, "no 40-digit commit in \"sha\"");
+    else if (!cJSON_IsArray(siblings)) ok = hub_fail(err, "no \"siblings\" array");
+    else if (cJSON_GetArraySize(siblings) > HUB_MAX_SIBLINGS) ok = hub_fail(err, "over %d files", HUB_MAX_SIBLINGS);
     char **list = NULL;
     size_t count = 0;
     if (ok) {
         for (int i = 0; i < HUB_COMMIT_LEN; i++) commit[i] = (char)tolower((unsigned char)sha->valuestring[i]);
         commit[HUB_COMMIT_LEN] = 0;
         int cap = cJSON_GetArraySize(siblings);
-        if (!(list = calloc(cap > 0 ? (size_t)cap : 1, sizeof *list))) ok = fail(err, "out of memory");
+        if (!(list = calloc(cap > 0 ? (size_t)cap : 1, sizeof *list))) ok = hub_fail(err, "out of memory");
         const cJSON *s;
         cJSON_ArrayForEach(s, siblings) {
             if (!ok) break;
             const cJSON *name = cJSON_IsObject(s) ? cJSON_GetObjectItemCaseSensitive(s, "rfilename") : NULL;
-            if (!cJSON_IsString(name)) ok = fail(err, "siblings[%zu] has no \"rfilename\" string", count);
+            if (!cJSON_IsString(name)) ok = hub_fail(err, "siblings[%zu] has no \"rfilename\" string", count);
             else if (!hub_relative_path_valid(name->valuestring))
-                ok = fail(err, "siblings[%zu].rfilename '%.100s' is not a safe relative path", count, name->valuestring);
-            else if (!(list[count] = strdup(name->valuestring))) ok = fail(err, "out of memory");
+                ok = hub_fail(err, "siblings[%zu].rfilename '%.100s' is not a safe relative path", count, name->valuestring);
+            else if (!(list[count] = strdup(name->valuestring))) ok = hub_fail(err, "out of memory");
             else count++;
         }
     }

@@ -33,17 +33,6 @@ enum {
     MAX_PARTS = 1024,           /* GGUF parts or safetensors shards */
 };
 
-static bool fail(hub_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool fail(hub_error *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-    for (char *c = err->msg; *c; c++) /* one line, whatever the names held */
-        if ((unsigned char)*c < 0x20) *c = ' ';
-    return false;
-}
-
 /* vsnprintf into a path buffer; false when it does not fit. */
 static bool path_fmt(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool path_fmt(char *out, size_t cap, const char *fmt, ...) {
@@ -99,17 +88,17 @@ static bool read_revision(pull *p, hub_error *err) {
         char detail[sizeof err->msg];
         snprintf(detail, sizeof detail, "%s", err->msg);
         if (status == 401 || status == 403)
-            return fail(err, "%s: the hub refused access (%s); a private or gated repository needs a token in HF_TOKEN, "
+            return hub_fail(err, "%s: the hub refused access (%s); a private or gated repository needs a token in HF_TOKEN, "
                         "and a repository that does not exist answers the same", p->o->repo, detail);
-        if (status == 404) return fail(err, "%s: no such repository or revision '%s' (%s)", p->o->repo, p->rev, detail);
-        return fail(err, "%s: %s", p->o->repo, detail);
+        if (status == 404) return hub_fail(err, "%s: no such repository or revision '%s' (%s)", p->o->repo, p->rev, detail);
+        return hub_fail(err, "%s: %s", p->o->repo, detail);
     }
     bool ok = hub_revision_parse(body, len, p->commit, &p->siblings, &p->n_siblings, err);
     free(body);
     if (!ok) {
         char detail[sizeof err->msg];
         snprintf(detail, sizeof detail, "%s", err->msg);
-        return fail(err, "%s: the hub's %s: %s", p->o->repo, path, detail);
+        return hub_fail(err, "%s: the hub's %s: %s", p->o->repo, path, detail);
     }
     return true;
 }
@@ -120,18 +109,18 @@ static int lock_blob(const pull *p, const char *etag, hub_error *err) {
     char dir[HUB_PATH_MAX], path[HUB_PATH_MAX];
     const char *name = strrchr(p->repo_dir, '/') + 1;
     if (!path_fmt(dir, sizeof dir, "%s/.locks/%s", p->hub, name) || !path_fmt(path, sizeof path, "%s/%s.lock", dir, etag)) {
-        fail(err, "path too long: %s/.locks", p->hub);
+        hub_fail(err, "path too long: %s/.locks", p->hub);
         return -1;
     }
     if (!hub_mkdirs(dir, err)) return -1;
     int fd = open(path, O_RDWR | O_CREAT, 0666);
     if (fd < 0) {
-        fail(err, "cannot open %s: %s", path, strerror(errno));
+        hub_fail(err, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
     while (flock(fd, LOCK_EX) != 0) {
         if (errno == EINTR) continue;
-        fail(err, "cannot lock %s: %s", path, strerror(errno));
+        hub_fail(err, "cannot lock %s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
@@ -144,7 +133,7 @@ static bool pull_file(pull *p, const char *file, hub_error *err) {
     char blobs[HUB_PATH_MAX], blob[HUB_PATH_MAX], incomplete[HUB_PATH_MAX];
     if (!path_fmt(snapshot_path, sizeof snapshot_path, "%s/snapshots/%s/%s", p->repo_dir, p->commit, file) ||
         !path_fmt(blobs, sizeof blobs, "%s/blobs", p->repo_dir))
-        return fail(err, "%s: path too long", file);
+        return hub_fail(err, "%s: path too long", file);
     p->r->n_files++;
     if (stat(snapshot_path, &st) == 0 && S_ISREG(st.st_mode)) {
         /* linked in this commit already: nothing to ask (files of a commit do not change) */
@@ -155,12 +144,12 @@ static bool pull_file(pull *p, const char *file, hub_error *err) {
     if (!hub_head_file(p->o->client, p->o->repo, p->commit, file, &meta, err)) return false;
     bool ok = true;
     if (meta.commit[0] && strcasecmp(meta.commit, p->commit) != 0) {
-        ok = fail(err, "%s: the hub answered for commit %s, not %s", file, meta.commit, p->commit);
+        ok = hub_fail(err, "%s: the hub answered for commit %s, not %s", file, meta.commit, p->commit);
         goto out;
     }
     if (!path_fmt(blob, sizeof blob, "%s/%s", blobs, meta.etag) ||
         !path_fmt(incomplete, sizeof incomplete, "%s.incomplete", blob)) {
-        ok = fail(err, "%s: path too long", file);
+        ok = hub_fail(err, "%s: path too long", file);
         goto out;
     }
     if (!hub_mkdirs(blobs, err)) {
@@ -178,7 +167,7 @@ static bool pull_file(pull *p, const char *file, hub_error *err) {
         if (stat(blob, &st) != 0 || (uint64_t)st.st_size != meta.size_bytes) {
             const char *sha = hub_etag_is_sha256(meta.etag) ? meta.etag : NULL;
             ok = hub_download(p->o->client, meta.location, file, incomplete, meta.size_bytes, sha, err);
-            if (ok && rename(incomplete, blob) != 0) ok = fail(err, "cannot rename %s: %s", incomplete, strerror(errno));
+            if (ok && rename(incomplete, blob) != 0) ok = hub_fail(err, "cannot rename %s: %s", incomplete, strerror(errno));
             downloaded = ok;
         }
         close(lock);
@@ -204,26 +193,26 @@ static bool index_shards(pull *p, const char *index_file, char ***shards, size_t
     *shards = NULL;
     *n = 0;
     if (!path_fmt(path, sizeof path, "%s/snapshots/%s/%s", p->repo_dir, p->commit, index_file))
-        return fail(err, "%s: path too long", index_file);
+        return hub_fail(err, "%s: path too long", index_file);
     FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, "cannot open %s: %s", path, strerror(errno));
+    if (!f) return hub_fail(err, "cannot open %s: %s", path, strerror(errno));
     char *text = malloc(INDEX_MAX_BYTES + 1);
     size_t len = text ? fread(text, 1, INDEX_MAX_BYTES + 1, f) : 0;
     fclose(f);
-    if (!text) return fail(err, "out of memory");
+    if (!text) return hub_fail(err, "out of memory");
     if (len > INDEX_MAX_BYTES) {
         free(text);
-        return fail(err, "%s: over %d MiB", index_file, INDEX_MAX_BYTES >> 20);
+        return hub_fail(err, "%s: over %d MiB", index_file, INDEX_MAX_BYTES >> 20);
     }
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
     const cJSON *map = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
     bool ok = true;
-    if (!cJSON_IsObject(map)) ok = fail(err, "%s: no \"weight_map\" object", index_file);
+    if (!cJSON_IsObject(map)) ok = hub_fail(err, "%s: no \"weight_map\" object", index_file);
     const cJSON *entry;
     if (ok) cJSON_ArrayForEach(entry, map) {
         if (!cJSON_IsString(entry) || !hub_relative_path_valid(entry->valuestring) || strchr(entry->valuestring, '/')) {
-            ok = fail(err, "%s: weight_map[\"%.60s\"] is not a shard file name", index_file,
+            ok = hub_fail(err, "%s: weight_map[\"%.60s\"] is not a shard file name", index_file,
                       entry->string ? entry->string : "");
             break;
         }
@@ -231,17 +220,17 @@ static bool index_shards(pull *p, const char *index_file, char ***shards, size_t
         for (size_t i = 0; i < *n && !seen; i++) seen = !strcmp((*shards)[i], entry->valuestring);
         if (seen) continue;
         if (!has_sibling(p, entry->valuestring)) {
-            ok = fail(err, "%s: lists %s, which the repository does not hold", index_file, entry->valuestring);
+            ok = hub_fail(err, "%s: lists %s, which the repository does not hold", index_file, entry->valuestring);
             break;
         }
         if (*n == MAX_PARTS) {
-            ok = fail(err, "%s: over %d shards", index_file, MAX_PARTS);
+            ok = hub_fail(err, "%s: over %d shards", index_file, MAX_PARTS);
             break;
         }
         char **grown = realloc(*shards, (*n + 1) * sizeof **shards);
         if (!grown || !(grown[*n] = strdup(entry->valuestring))) {
             if (grown) *shards = grown;
-            ok = fail(err, "out of memory");
+            ok = hub_fail(err, "out of memory");
             break;
         }
         *shards = grown;
@@ -258,10 +247,10 @@ static bool index_shards(pull *p, const char *index_file, char ***shards, size_t
 
 static bool pull_checkpoint(pull *p, hub_error *err) {
     if (!has_sibling(p, "config.json"))
-        return fail(err, "%s holds neither GGUF files nor a config.json (a safetensors checkpoint)", p->o->repo);
+        return hub_fail(err, "%s holds neither GGUF files nor a config.json (a safetensors checkpoint)", p->o->repo);
     bool has_index = has_sibling(p, "model.safetensors.index.json");
     if (!has_index && !has_sibling(p, "model.safetensors"))
-        return fail(err, "%s has a config.json but neither model.safetensors nor model.safetensors.index.json",
+        return hub_fail(err, "%s has a config.json but neither model.safetensors nor model.safetensors.index.json",
                     p->o->repo);
     /* config.json, generation_config.json, tokenizer*.json at the top */
     for (size_t i = 0; i < p->n_siblings; i++) {
@@ -284,15 +273,15 @@ static bool pull_checkpoint(pull *p, hub_error *err) {
 static bool pull_gguf(pull *p, int chosen, hub_error *err) {
     const char *const *names = (const char *const *)p->siblings;
     size_t *parts = malloc(MAX_PARTS * sizeof *parts);
-    if (!parts) return fail(err, "out of memory");
+    if (!parts) return hub_fail(err, "out of memory");
     size_t n = hub_gguf_parts(names, p->n_siblings, chosen, parts, MAX_PARTS);
     bool ok = true;
-    if (n == 0) ok = fail(err, "%s: %s is part of a split GGUF whose %zu parts are not all in the repository",
+    if (n == 0) ok = hub_fail(err, "%s: %s is part of a split GGUF whose %zu parts are not all in the repository",
                           p->o->repo, names[chosen], parts[0]);
     for (size_t i = 0; i < n && ok; i++) ok = pull_file(p, names[parts[i]], err);
     free(parts);
     if (ok && !path_fmt(p->r->path, sizeof p->r->path, "%s/snapshots/%s/%s", p->repo_dir, p->commit, names[chosen]))
-        ok = fail(err, "%s: path too long", names[chosen]);
+        ok = hub_fail(err, "%s: path too long", names[chosen]);
     return ok;
 }
 
@@ -300,8 +289,8 @@ bool hub_pull(const hub_pull_options *o, hub_pull_result *r, hub_error *err) {
     memset(r, 0, sizeof *r);
     pull p = {.o = o, .rev = o->revision && *o->revision ? o->revision : "main", .r = r};
     const char *tag = o->tag ? o->tag : "";
-    if (!hub_repo_id_valid(o->repo)) return fail(err, "'%s' is not a repository id like ORG/NAME", o->repo);
-    if (!revision_valid(p.rev)) return fail(err, "'%s' is not a branch, tag or commit name", p.rev);
+    if (!hub_repo_id_valid(o->repo)) return hub_fail(err, "'%s' is not a repository id like ORG/NAME", o->repo);
+    if (!revision_valid(p.rev)) return hub_fail(err, "'%s' is not a branch, tag or commit name", p.rev);
     if (!hub_cache_dir(p.hub, err)) return false;
     hub_repo_dir(p.hub, o->repo, p.repo_dir);
     if (!read_revision(&p, err)) {
@@ -317,12 +306,12 @@ bool hub_pull(const hub_pull_options *o, hub_pull_result *r, hub_error *err) {
     } else if (*tag) {
         char tags[400];
         hub_gguf_tags(names, p.n_siblings, tags, sizeof tags);
-        if (*tags) ok = fail(err, "%s has no GGUF tagged %s (tags: %s)", o->repo, tag, tags);
-        else ok = fail(err, "%s holds no GGUF files, so a tag (:%s) names nothing; pull it without one", o->repo, tag);
+        if (*tags) ok = hub_fail(err, "%s has no GGUF tagged %s (tags: %s)", o->repo, tag, tags);
+        else ok = hub_fail(err, "%s holds no GGUF files, so a tag (:%s) names nothing; pull it without one", o->repo, tag);
     } else {
         ok = pull_checkpoint(&p, err);
         if (ok && !path_fmt(r->path, sizeof r->path, "%s/snapshots/%s", p.repo_dir, p.commit))
-            ok = fail(err, "%s: path too long", p.repo_dir);
+            ok = hub_fail(err, "%s: path too long", p.repo_dir);
     }
     /* a branch or tag name gets its ref; a commit is its own name */
     if (ok && !hub_commit_valid(p.rev)) ok = hub_ref_write(p.repo_dir, p.rev, p.commit, err);
