@@ -26,36 +26,38 @@ void cli_progress_begin(cli_progress *p, const char *label) {
     p->drawn_pct = -1;
 }
 
-void cli_progress_update(cli_progress *p, double fraction) {
-    if (!p->enabled) return;
-    if (p->drawn_pct < 0 && cli_now_s() - p->t_start_s < SHOW_AFTER_S) return;
+/* Percent of fraction when the bar should be redrawn at it; -1 when not
+ * (off, too early, or the same percent as drawn). */
+static int pct_to_draw(cli_progress *p, double fraction) {
+    if (!p->enabled) return -1;
+    if (p->drawn_pct < 0 && cli_now_s() - p->t_start_s < SHOW_AFTER_S) return -1;
     int pct = (int)(100.0 * (fraction < 0 ? 0 : fraction > 1 ? 1 : fraction));
-    if (pct == p->drawn_pct) return;
+    if (pct == p->drawn_pct) return -1;
     p->drawn_pct = pct;
+    return pct;
+}
+
+static void draw_bar(const cli_progress *p, int pct) {
     char bar[BAR_WIDTH + 1];
     int full = pct * BAR_WIDTH / 100;
     memset(bar, '#', (size_t)full);
     memset(bar + full, '.', (size_t)(BAR_WIDTH - full));
     bar[BAR_WIDTH] = 0;
     fprintf(stderr, "\r%s [%s] %3d%%", p->label, bar, pct);
+}
+
+void cli_progress_update(cli_progress *p, double fraction) {
+    int pct = pct_to_draw(p, fraction);
+    if (pct < 0) return;
+    draw_bar(p, pct);
     fflush(stderr);
 }
 
 void cli_progress_update_bytes(cli_progress *p, uint64_t done_bytes, uint64_t total_bytes) {
-    if (!p->enabled) return;
-    if (p->drawn_pct < 0 && cli_now_s() - p->t_start_s < SHOW_AFTER_S) return;
-    double fraction = total_bytes ? (double)done_bytes / (double)total_bytes : 1.0;
-    int pct = (int)(100.0 * (fraction > 1 ? 1 : fraction));
-    if (pct == p->drawn_pct) return;
-    p->drawn_pct = pct;
-    char bar[BAR_WIDTH + 1];
-    int full = pct * BAR_WIDTH / 100;
-    memset(bar, '#', (size_t)full);
-    memset(bar + full, '.', (size_t)(BAR_WIDTH - full));
-    bar[BAR_WIDTH] = 0;
-    fprintf(stderr, "\r%s [%s] %3d%% %.1f/%.1f MiB", p->label, bar, pct, (double)done_bytes / 1048576.0,
-            (double)total_bytes / 1048576.0);
-    fputs("\033[K", stderr);
+    int pct = pct_to_draw(p, total_bytes ? (double)done_bytes / (double)total_bytes : 1.0);
+    if (pct < 0) return;
+    draw_bar(p, pct);
+    fprintf(stderr, " %.1f/%.1f MiB\033[K", (double)done_bytes / 1048576.0, (double)total_bytes / 1048576.0);
     fflush(stderr);
 }
 

@@ -84,12 +84,6 @@ static bool amx_handles(inf_dtype type, int64_t cols, int n) {
 
 static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-/* ------------------------------------------------------------------ tile configuration */
-
-typedef inf_amx_config tile_config;
-
-static void tile_set(tile_config *c, int tile, int rows, int colsb) { inf_amx_config_set(c, tile, rows, colsb); }
-
 /* ------------------------------------------------------------------ activations */
 
 /* Q8_0 activations of n tokens (nb blocks each):
@@ -202,13 +196,13 @@ static void pack_q32_group(const inf_weight *w, int64_t r, int nr, char *dst) {
 #define Q8_B1 5
 
 static void q8_config(int nt) {
-    tile_config c = {.palette = 1};
-    tile_set(&c, Q8_C0, nt, 64);
-    tile_set(&c, Q8_C1, nt, 64);
-    tile_set(&c, Q8_A0, nt, QK);
-    tile_set(&c, Q8_A1, nt, QK);
-    tile_set(&c, Q8_B0, QK / 4, 64);
-    tile_set(&c, Q8_B1, QK / 4, 64);
+    inf_amx_config c = {.palette = 1};
+    inf_amx_config_set(&c, Q8_C0, nt, 64);
+    inf_amx_config_set(&c, Q8_C1, nt, 64);
+    inf_amx_config_set(&c, Q8_A0, nt, QK);
+    inf_amx_config_set(&c, Q8_A1, nt, QK);
+    inf_amx_config_set(&c, Q8_B0, QK / 4, 64);
+    inf_amx_config_set(&c, Q8_B1, QK / 4, 64);
     _tile_loadconfig(&c);
 }
 
@@ -309,17 +303,17 @@ static void q8_gemm(const inf_weight *w, const inf_act *act, int64_t r0, int64_t
 
 /* nt0 tokens in the first tile, nt1 (0: none) in the second. */
 static void bf16_config(int nt0, int nt1) {
-    tile_config c = {.palette = 1};
-    tile_set(&c, BF_C00, nt0, 64);
-    tile_set(&c, BF_C01, nt0, 64);
-    tile_set(&c, BF_A0, nt0, 64);
+    inf_amx_config c = {.palette = 1};
+    inf_amx_config_set(&c, BF_C00, nt0, 64);
+    inf_amx_config_set(&c, BF_C01, nt0, 64);
+    inf_amx_config_set(&c, BF_A0, nt0, 64);
     if (nt1) {
-        tile_set(&c, BF_C10, nt1, 64);
-        tile_set(&c, BF_C11, nt1, 64);
-        tile_set(&c, BF_A1, nt1, 64);
+        inf_amx_config_set(&c, BF_C10, nt1, 64);
+        inf_amx_config_set(&c, BF_C11, nt1, 64);
+        inf_amx_config_set(&c, BF_A1, nt1, 64);
     }
-    tile_set(&c, BF_B0, TILE, 64);
-    tile_set(&c, BF_B1, TILE, 64);
+    inf_amx_config_set(&c, BF_B0, TILE, 64);
+    inf_amx_config_set(&c, BF_B1, TILE, 64);
     _tile_loadconfig(&c);
 }
 
