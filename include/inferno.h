@@ -132,6 +132,13 @@ typedef struct inf_load_options {
     inf_rope_scaling rope_scaling;
     float rope_scale;
     int yarn_orig_ctx;
+    /* Keep every weight as the file lays it out. By default the backend
+     * repacks the matrices it multiplies fastest in its own layout, once
+     * while loading (on x86 with AVX-512: Q8_0, into 16-row groups the
+     * gemm and the AMX tiles read as they are), into anonymous memory of
+     * the same size; the file's pages of those matrices are then no
+     * longer read. The logits are the same either way, bit for bit. */
+    bool no_repack;
     /* Called from the loading thread with the fraction done (0..1), first
      * with 0 and last with 1 on success; NULL for none. */
     void (*progress)(double fraction, void *user);

@@ -9,7 +9,9 @@
  * scales with):
  *   ISA "ref"                 bit-identical to ref.c for every op
  *   matmul Q8_0               bit-identical on every ISA, matvec and gemm,
- *                             so a row's bits do not depend on the batch
+ *                             and packed at load (weight_pack) where the
+ *                             ISA packs, so a row's bits do not depend on
+ *                             the batch
  *   matmul Q2_K..Q6_K, IQ4_XS (every ISA)                  bit-identical
  *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (every ISA: gemm) bit-identical
  *   matmul Q4_0..Q5_1, IQ4_NL decode rows (neon)           bit-identical
@@ -251,6 +253,17 @@ static void test_matmul_rows(const isa_ops *s, inf_dtype type, int64_t rows, int
                            (double)want[at], budget);
         }
     TEST_CHECK(reported == 0, "%d outputs over budget", reported);
+    /* the same weight packed at load (ops.h weight_pack; the x86 ISAs with
+     * AVX-512 pack Q8_0 and Q4_0): ref.c's bits, decode rows too */
+    const inf_ops *ops0 = s->ops[0];
+    if (ops0->weight_pack && (type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0) &&
+        TEST_CHECK(ops0->weight_pack(ops0, &c.w), "weight_pack of a %s weight", inf_dtype_name(type))) {
+        float *packed_got = alloc_out(n_out);
+        run_all_threads(s, run_matmul, &c, packed_got, n_out);
+        TEST_CHECK(memcmp(packed_got, want, n_out * sizeof(float)) == 0, "the packed weight's rows differ from ref.c's");
+        ops0->buffer_free(ops0, (void *)c.w.packed);
+        free(packed_got);
+    }
     free(deq);
     free((void *)c.w.data);
     free(x);
@@ -547,6 +560,17 @@ static void test_matmul_group(const isa_ops *s) {
                 s->ops[0]->matmul(s->ops[0], &c.w[i], x, n, 0, want + at, c.scratch);
             run_all_threads(s, run_matmul_group, &c, got, n_out);
             TEST_CHECK(memcmp(got, want, n_out * sizeof(float)) == 0, "matmul_group differs from matmul");
+            /* packed at load, the group runs on the gemm in one dispatch */
+            const inf_ops *ops0 = s->ops[0];
+            if (type == INF_DTYPE_Q8_0 && ops0->weight_pack) {
+                bool packed = true;
+                for (int i = 0; i < 3; i++) packed &= ops0->weight_pack(ops0, &c.w[i]);
+                if (TEST_CHECK(packed, "weight_pack of the group")) {
+                    run_all_threads(s, run_matmul_group, &c, got, n_out);
+                    TEST_CHECK(memcmp(got, want, n_out * sizeof(float)) == 0, "packed matmul_group differs from matmul");
+                }
+                for (int i = 0; i < 3; i++) ops0->buffer_free(ops0, (void *)c.w[i].packed);
+            }
             for (int i = 0; i < 3; i++) free((void *)c.w[i].data);
             free(x), free(c.scratch), free(want), free(got);
         }

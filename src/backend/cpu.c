@@ -233,7 +233,8 @@ typedef struct matmul_job {
     float *y;
     void *scratch;
     inf_act act;
-    bool gemm; /* activations prepared for gemm */
+    bool gemm;           /* activations prepared for gemm */
+    inf_dtype act_type;  /* the type they are prepared for */
     int tasks;
 } matmul_job;
 
@@ -244,7 +245,7 @@ static void act_task(void *ctx, int task, int thread) {
     int64_t t0, t1;
     task_range(j->n, j->tasks, task, 8, &t0, &t1);
     if (j->gemm) {
-        if (t0 < t1) j->c->k->gemm_prepare(j->w->type, j->x, j->w->cols, j->n, (int)t0, (int)t1, j->scratch);
+        if (t0 < t1) j->c->k->gemm_prepare(j->act_type, j->x, j->w->cols, j->n, (int)t0, (int)t1, j->scratch);
         return;
     }
     for (int64_t t = t0; t < t1; t++)
@@ -296,10 +297,17 @@ static void ref_matmul_task(void *ctx, int task, int thread) {
  * (another process on its core, or the caller's serial work). */
 enum { MATVEC_MIN_TASK_BYTES = 128 * 1024, MATVEC_TASKS_PER_THREAD = 16 };
 
+/* Whether w was packed at load for this ISA's gemm (kernels.h pack_rows):
+ * then every product of it runs there, on activations prepared as Q8_0's. */
+static bool packed_here(const cpu_backend *c, const inf_weight *w) {
+    return w->packed && c->k && c->k->packed_format && w->packed_format == c->k->packed_format;
+}
+
 /* Rounds j->x into j->scratch once for all the tasks (for gemm or for
  * matvec, as j->gemm says) and points j->act at it. */
 static void prepare_act(matmul_job *j) {
     const inf_kernels *k = j->c->k;
+    j->act_type = packed_here(j->c, j->w) ? INF_DTYPE_Q8_0 : j->w->type;
     j->act = (inf_act){.data = j->scratch, .stride = j->gemm ? 0 : k->act_row_bytes(j->w->type, j->w->cols), .n = j->n};
     j->tasks = j->n >= 64 ? j->c->n_threads * 4 : 1;
     run_tasks(j->c, j->tasks, act_task, j, (double)j->w->cols * j->n);
@@ -367,7 +375,8 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
 
     /* (Should the gemm's panel not fit in memory, the matvec runs: the
      * result is still right, only no longer batch-invariant.) */
-    j.gemm = use_gemm(c, w->type, n, n_decode) && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols));
+    j.gemm = packed_here(c, w) ||
+             (use_gemm(c, w->type, n, n_decode) && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols)));
     prepare_act(&j);
 
     if (j.gemm) {
@@ -384,7 +393,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
 static void cpu_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode, float *y,
                        void *scratch) {
     cpu_backend *c = cpu_of(self);
-    if (n_decode > 0 && n_decode < n && !rows_kind_free(c, w->type)) {
+    if (n_decode > 0 && n_decode < n && !rows_kind_free(c, w->type) && !packed_here(c, w)) {
         matmul_rows(c, w, x, n_decode, n_decode, y, scratch);
         matmul_rows(c, w, x + (size_t)n_decode * (size_t)w->cols, n - n_decode, 0, y + (size_t)n_decode * (size_t)w->rows,
                     scratch);
@@ -420,27 +429,88 @@ static void matvec_group_task(void *ctx, int task, int thread) {
     }
 }
 
-/* Decode-sized groups of weights of one type and width: the activations
- * are prepared once and all rows split among the threads in one dispatch
- * (one barrier instead of one per weight). Anything else: matmul each. */
+/* Weights packed at load: task i is gemm panel i of the concatenated
+ * panels of all the weights. */
+static void gemm_group_task(void *ctx, int task, int thread) {
+    group_job *j = ctx;
+    const int rows_per = j->c->k->gemm_rows;
+    for (int i = 0; i < j->count; i++) {
+        const int panels = (int)((j->w[i]->rows + rows_per - 1) / rows_per);
+        if (task < panels) {
+            const int64_t r0 = (int64_t)task * rows_per, r1 = INF_MIN(j->w[i]->rows, r0 + rows_per);
+            j->c->k->gemm(j->w[i], &j->act, r0, r1, j->y[i], (size_t)j->w[i]->rows, j->c->tmp[thread].p);
+            return;
+        }
+        task -= panels;
+    }
+}
+
+/* Decode-sized groups of weights of one type and width, or any group of
+ * weights packed at load: the activations are prepared once and all rows
+ * split among the threads in one dispatch (one barrier instead of one per
+ * weight). Anything else: matmul each. */
 static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
                              int n_decode, float *const *y, void *scratch) {
     cpu_backend *c = cpu_of(self);
-    bool shared = isa_matvec(c, w[0]->type) && count <= MATMUL_GROUP_MAX && !use_gemm(c, w[0]->type, n, n_decode) &&
-                  (n_decode == 0 || n_decode == n || rows_kind_free(c, w[0]->type));
+    bool packed = count <= MATMUL_GROUP_MAX;
+    for (int i = 0; i < count && packed; i++)
+        packed = packed_here(c, w[i]) && w[i]->type == w[0]->type && w[i]->cols == w[0]->cols;
+    bool shared = packed || (isa_matvec(c, w[0]->type) && count <= MATMUL_GROUP_MAX &&
+                             !use_gemm(c, w[0]->type, n, n_decode) &&
+                             (n_decode == 0 || n_decode == n || rows_kind_free(c, w[0]->type)));
     for (int i = 1; i < count && shared; i++) shared = w[i]->type == w[0]->type && w[i]->cols == w[0]->cols;
     if (!shared) {
         for (int i = 0; i < count; i++) cpu_matmul(self, w[i], x, n, n_decode, y[i], scratch);
         return;
     }
-    matmul_job prep = {.c = c, .w = w[0], .x = x, .n = n, .scratch = scratch};
+    matmul_job prep = {.c = c, .w = w[0], .x = x, .n = n, .scratch = scratch, .gemm = packed};
     prepare_act(&prep);
+    if (packed) {
+        group_job j = {.c = c, .w = w, .y = y, .count = count, .act = prep.act};
+        double work = 0;
+        for (int i = 0; i < count; i++) {
+            j.tasks += (int)((w[i]->rows + c->k->gemm_rows - 1) / c->k->gemm_rows);
+            work += (double)w[i]->rows * (double)w[i]->cols * n;
+        }
+        run_tasks(c, j.tasks, gemm_group_task, &j, work);
+        return;
+    }
 
     group_job j = {.c = c, .w = w, .y = y, .count = count, .act = prep.act};
     for (int i = 0; i < count; i++) j.total_rows += w[i]->rows;
     const int64_t min_rows = INF_MAX(16, MATVEC_MIN_TASK_BYTES / (int64_t)w[0]->row_bytes);
     j.tasks = split_tasks(c, j.total_rows, min_rows, MATVEC_TASKS_PER_THREAD);
     run_tasks(c, j.tasks, matvec_group_task, &j, (double)j.total_rows * (double)w[0]->cols * n);
+}
+
+/* ------------------------------------------------------------------ packed weights */
+
+typedef struct pack_job {
+    cpu_backend *c;
+    const inf_weight *w;
+    void *dst;
+} pack_job;
+
+static void pack_task(void *ctx, int task, int thread) {
+    (void)thread;
+    pack_job *j = ctx;
+    const int64_t r0 = (int64_t)task * j->c->k->gemm_rows;
+    j->c->k->pack_rows(j->w, r0, INF_MIN(j->w->rows, r0 + j->c->k->gemm_rows), j->dst);
+}
+
+static bool cpu_weight_pack(const inf_ops *self, inf_weight *w) {
+    cpu_backend *c = cpu_of(self);
+    const size_t bytes = c->k->packed_bytes(w);
+    /* the gemm's per-task scratch, grown now so that the products never lack it */
+    if (!bytes || !ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols))) return false;
+    void *dst = self->buffer_alloc(self, bytes);
+    if (!dst) return false;
+    pack_job j = {.c = c, .w = w, .dst = dst};
+    const int tasks = (int)((w->rows + c->k->gemm_rows - 1) / c->k->gemm_rows);
+    run_tasks(c, tasks, pack_task, &j, (double)w->rows * (double)w->cols);
+    w->packed = dst;
+    w->packed_format = c->k->packed_format;
+    return true;
 }
 
 /* ------------------------------------------------------------------ element-wise ops */
@@ -829,6 +899,7 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
         .name = inf_isa_name(isa),
         .buffer_alloc = c->ref->buffer_alloc, /* host memory, as the reference */
         .buffer_free = c->ref->buffer_free,
+        .weight_pack = c->k && c->k->pack_rows ? cpu_weight_pack : NULL,
         .matmul = cpu_matmul,
         .matmul_group = cpu_matmul_group,
         .rmsnorm = cpu_rmsnorm,

@@ -106,6 +106,16 @@ typedef struct inf_kernels {
     /* The same for the 32-block types (Q4_0 ... IQ4_NL); the super-block
      * types' kernels always agree. */
     bool matvec_exact_quant;
+    /* Weights packed once at load (ops.h weight_pack; all NULL / 0: none).
+     * packed_bytes: the bytes of w's packed copy, 0 when its type has none;
+     * pack_rows: rows [r0, r1) of w (r0 a multiple of gemm_rows) into their
+     * place in the copy at dst. A weight whose packed_format is this
+     * table's runs every token count on the gemm, which then reads
+     * w->packed instead of packing rows itself; its rows are the unpacked
+     * weight's bit for bit. */
+    size_t (*packed_bytes)(const inf_weight *w);
+    void (*pack_rows)(const inf_weight *w, int64_t r0, int64_t r1, void *dst);
+    int packed_format;
     /* The GGUF block types (Q4_0 ... IQ4_XS, core/quant.h) this ISA's matvec
      * takes; NULL: none. For those, act_row_bytes / act_prepare give
      * inf_quant_act_bytes rounded up to 64 / inf_quant_act_row (the blocks of

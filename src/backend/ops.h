@@ -78,6 +78,13 @@ typedef struct inf_weight {
     int64_t cols;      /* input features  (GGUF ne[0]) */
     size_t row_bytes;  /* bytes of one row */
     const void *data;  /* rows * row_bytes */
+    /* NULL, or the same rows repacked once by the backend that will multiply
+     * them (inf_ops.weight_pack), in the layout its kernels read fastest;
+     * packed_format tags the layout (backend-defined, 0 for none), so that
+     * another backend ignores it and reads data. Owned by whoever asked for
+     * the packing (buffer_free). */
+    const void *packed;
+    int packed_format;
 } inf_weight;
 
 /* One layer's K or V cache of one sequence as the attention ops read it:
@@ -173,6 +180,14 @@ struct inf_ops {
      * either, by count. */
     void (*matmul)(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode, float *y,
                    void *scratch);
+
+    /* Optional (NULL: the backend reads every weight as loaded). Packs w for
+     * this backend's matmul into memory from buffer_alloc and sets
+     * w->packed and w->packed_format; false (w unchanged) when w's type has
+     * no packed layout here or memory ran out. A packed weight's matmul
+     * gives the floats of the unpacked one, bit for bit. w->data stays
+     * valid (other backends, the embedding lookup, read it). */
+    bool (*weight_pack)(const inf_ops *self, inf_weight *w);
 
     /* matmul of the same x with `count` weights (Q, K and V; gate and up):
      * y[i][n][w[i]->rows] = x · w[i]^T, each exactly as matmul computes it;

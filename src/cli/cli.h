@@ -79,6 +79,7 @@ typedef struct cli_model_args {
     int n_threads;            /* -t, 0 = physical cores */
     int n_ctx;                /* -c, 0 = default */
     bool no_mmap;             /* --no-mmap */
+    bool no_repack;           /* --no-repack */
     bool trace;               /* --trace */
     inf_kv_type kv_type;      /* --kv-type */
     bool quantize;            /* --quantize TYPE */

@@ -63,6 +63,7 @@ int cli_model_flag(const char *cmd, cli_model_args *a, int argc, char **argv, in
     int r = cli_rope_flag(cmd, &a->rope, argc, argv, i);
     if (r) return r;
     if (!strcmp(f, "--no-mmap")) { a->no_mmap = true; return 1; }
+    if (!strcmp(f, "--no-repack")) { a->no_repack = true; return 1; }
     if (!strcmp(f, "--trace")) { a->trace = true; return 1; }
     if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
         if (!(v = cli_flag_value(cmd, argc, argv, i))) return -1;
@@ -158,6 +159,7 @@ inf_model *cli_load_model(const char *cmd, const cli_model_args *a) {
     opt.n_threads = a->n_threads;
     opt.n_ctx = a->n_ctx;
     opt.use_mmap = !a->no_mmap;
+    opt.no_repack = a->no_repack;
     opt.trace = a->trace;
     opt.kv_type = a->kv_type;
     opt.quantize = a->quantize;

@@ -34,7 +34,7 @@
 
 static const char *usage_text =
     "usage: inferno bench -m MODEL [-t THREADS] [-p 17,511,2044] [-n 64] [-d 0,511,2044]\n"
-    "                     [-r 5] [-c CTX] [--no-mmap] [--kv-type f32|f16|q8_0] [--no-warmup]\n"
+    "                     [-r 5] [-c CTX] [--no-mmap] [--no-repack] [--kv-type f32|f16|q8_0] [--no-warmup]\n"
     "                     [--bw-mib 1024] [--trace] [--json]\n"
     "       inferno bench -m MODEL --parallel 1,2,4,8,16 [-n 32] [-d 64] [-r 3] ...\n"
     "       inferno bench -m MODEL --prefix 1000 [--suffix 20] [-r 3] ...\n"
@@ -53,6 +53,8 @@ static const char *usage_text =
     "  --no-mmap    read the weights into anonymous memory instead of mapping\n"
     "               the file (compare engines this way: mapped reads are erratic\n"
     "               on some VMs)\n"
+    "  --no-repack  multiply the weights in the file's layout (default: Q8_0\n"
+    "               repacked once at load where the kernels have a layout for it)\n"
     "  --kv-type    KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
     "  --quantize q8_0  convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --no-warmup  skip the warm-up runs\n"

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 static const char *usage_text =
-    "usage: inferno info -m MODEL [--tensors] [--no-mmap] [--quantize q8_0] [-t THREADS]\n"
+    "usage: inferno info -m MODEL [--tensors] [--no-mmap] [--no-repack] [--quantize q8_0] [-t THREADS]\n"
     "\n"
     "Prints the architecture, hyperparameters, parameter count, size, the mix of\n"
     "tensor types (bytes per type), the tokenizer, the chat template, the sampling\n"

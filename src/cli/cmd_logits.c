@@ -12,7 +12,7 @@
 static const char *usage_text =
     "usage: inferno logits -m MODEL (-p TEXT | --tokens ID,ID,...) [--top K]\n"
     "                      [--all-positions] [--dump FILE] [-t THREADS] [-c CTX]\n"
-    "                      [--no-mmap] [--kv-type f32|f16|q8_0] [--quantize q8_0] [--trace]\n"
+    "                      [--no-mmap] [--no-repack] [--kv-type f32|f16|q8_0] [--quantize q8_0] [--trace]\n"
     "                      [--pos0 P] [--rope-scaling T --rope-scale F --yarn-orig-ctx N]\n"
     "\n"
     "Runs the prompt through the model in one pass and prints one JSON object:\n"

@@ -43,6 +43,7 @@ static const char *usage_text =
     "  -t, --threads N       threads (default: physical cores)\n"
     "  -c, --ctx-size N      context length (default: min(model's, 4096))\n"
     "  --no-mmap             read the weights into memory instead of mapping the file\n"
+    "  --no-repack           keep the weights in the file's layout (no repacking at load)\n"
     "  --quantize q8_0       convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --kv-type T           KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
     CLI_ROPE_HELP

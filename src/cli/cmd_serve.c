@@ -41,6 +41,7 @@ static const char *usage =
     "  --timeout S            close connections idle for S seconds (default 600)\n"
     "  --grace S              seconds running requests get to finish at shutdown (default 10)\n"
     "  --no-mmap              read the weights into memory instead of mapping the file\n"
+    "  --no-repack            keep the weights in the file's layout (no repacking at load)\n"
     "  --quantize q8_0        convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --rope-scaling T, --rope-scale F, --yarn-orig-ctx N\n"
     "                         RoPE scaling over the file's, as llama.cpp's flags (e.g. yarn, 4, 32768)\n"
@@ -92,6 +93,7 @@ int cmd_serve(int argc, char **argv) {
         }
         if (!strcmp(f, "--strict-model")) { o.strict_model = true; continue; }
         if (!strcmp(f, "--no-mmap")) { o.no_mmap = true; continue; }
+        if (!strcmp(f, "--no-repack")) { o.no_repack = true; continue; }
         if (!strcmp(f, "--quiet")) { o.quiet = true; continue; }
         if (!strcmp(f, "--trace")) { o.trace = true; continue; }
         cli_rope_args rope = {o.rope_scaling_set, o.rope_scaling, o.rope_scale, o.yarn_orig_ctx};

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* Sanity bounds on hyperparameters: far above any Qwen3, low enough that
@@ -343,8 +344,57 @@ static void summarize_weights(inf_model *m) {
     m->weight_bytes = m->file->data_bytes;
 }
 
+/* The matrices the forward pass multiplies (token_embd is only looked up,
+ * unless it is also the output); NULL after the last. */
+static inf_weight *matrix_at(inf_model *m, int i) {
+    if (i == 0) return &m->output;
+    const int l = (i - 1) / 7, k = (i - 1) % 7;
+    if (l >= m->cfg.n_layer) return NULL;
+    qwen3_layer *L = &m->layers[l];
+    inf_weight *const w[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+    return w[k];
+}
+
+static bool within(const void *p, size_t n, const void *base, size_t len) {
+    return base && (uintptr_t)p >= (uintptr_t)base && (uintptr_t)p + n <= (uintptr_t)base + len;
+}
+
+/* Drops the whole pages of [p, p + n) from the process. */
+static void release_pages(const void *p, size_t n) {
+    const uintptr_t lo = (uintptr_t)p, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t first = (lo + page - 1) / page * page, end = (lo + n) / page * page;
+    if (end > first) madvise((void *)first, end - first, MADV_DONTNEED);
+}
+
+/* Repacks the matrices for the backend (ops.h weight_pack); a matrix it
+ * cannot pack stays as loaded. The loaded copy of a packed matrix is then
+ * given back: the GGUF's mapped pages (read-only: the embedding lookup
+ * faults its rows of token_embd back in from the file), and the model's
+ * anonymous copies (--no-mmap, or quantized on load) but for token_embd's,
+ * whose data pointer is then NULL: nothing reads it again. A Hugging Face
+ * directory's mapped shards are left to the page cache. */
+static void pack_weights(inf_model *m) {
+    const inf_ops *b = m->backend;
+    const gguf_file *f = m->file;
+    if (!b->weight_pack || m->opt.no_repack) return;
+    for (int i = 0; m->layers && matrix_at(m, i); i++) {
+        inf_weight *w = matrix_at(m, i);
+        if (!b->weight_pack(b, w)) continue;
+        const size_t n = (size_t)w->rows * w->row_bytes;
+        if (within(w->data, n, f->map, f->map_bytes)) {
+            release_pages(w->data, n);
+        } else if (w->data != m->token_embd.data && (within(w->data, n, f->buffer, f->data_bytes) ||
+                                                     within(w->data, n, m->quant_arena, m->quant_arena_bytes))) {
+            release_pages(w->data, n);
+            w->data = NULL;
+        }
+    }
+}
+
 void inf_model_free(inf_model *m) {
     if (!m) return;
+    for (int i = 0; m->layers && m->backend && matrix_at(m, i); i++)
+        if (matrix_at(m, i)->packed) m->backend->buffer_free(m->backend, (void *)matrix_at(m, i)->packed);
     if (m->layers) {
         for (int l = 0; l < m->cfg.n_layer; l++) {
             qwen3_layer *L = &m->layers[l];
@@ -457,6 +507,7 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     }
     m->backend = backend;
     m->ops = m->backend;
+    pack_weights(m);
     if (opt->trace) {
         m->tracer = inf_ops_trace_new(m->ops);
         if (!m->tracer) {

@@ -122,6 +122,7 @@ inf_status model_quantize_weights(inf_model *m, inf_dtype type, bool copy_others
     tasks = malloc(n_tasks * sizeof *tasks);
     scratch = malloc((size_t)n_threads * (size_t)max_cols * sizeof *scratch);
     m->quant_arena = inf_alloc_aligned(arena);
+    m->quant_arena_bytes = m->quant_arena ? arena : 0;
     if (!tasks || !scratch || !m->quant_arena || !(pool = inf_pool_new(n_threads))) {
         st = inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory for %zu bytes of %s weights", m->path, arena,
                         inf_dtype_name(type));

@@ -42,6 +42,7 @@ typedef struct server_options {
     int max_queue;            /* --max-queue: requests waiting beyond the running ones before 429 (default 256) */
     bool strict_model;        /* --strict-model */
     bool no_mmap;             /* --no-mmap */
+    bool no_repack;           /* --no-repack */
     bool quantize;            /* --quantize TYPE */
     inf_dtype quantize_type;
     bool rope_scaling_set;    /* --rope-scaling, --rope-scale, --yarn-orig-ctx (inf_load_options) */

@@ -429,6 +429,7 @@ static void *loader_main(void *arg) {
     inf_load_options_default(&lo);
     lo.n_threads = o->n_threads;
     lo.use_mmap = !o->no_mmap;
+    lo.no_repack = o->no_repack;
     lo.trace = o->trace;
     lo.kv_type = o->kv_type;
     lo.quantize = o->quantize;

@@ -10,20 +10,21 @@
  * elements and B in "VNNI" order: K/4 rows (int8) or K/2 rows (bf16) of N
  * groups of 4 bytes, each group the consecutive K elements of one column.
  * Here A is the activations (M = 16 tokens, rows straight from the
- * prepared activation rows) and B the weights (N = 16 rows, packed per
- * task into that order by the avx512 gemm's packer, its tile variant), so a row of
- * C holds one token's 16 outputs, contiguous in y.
+ * prepared activation rows) and B the weights (N = 16 rows in that order:
+ * Q8_0 packed once at load, x86_kernels.h, or like the rest per task by
+ * the avx512 gemm's packer), so a row of C holds one token's 16 outputs,
+ * contiguous in y.
  *
  * Q8_0: each block of 32 is one tile step (K = 32), so the tile holds the
  * exact integer dot of every (token, row) pair for that block; AVX-512 then
  * applies the scales as ref.c does, sum += (float)dot * (d_w * d_x), block
  * by block. The result is bit-identical to ref.c and to the avx512 gemm.
  * Two accumulator tiles alternate between blocks, so the tile unit can work
- * on later blocks while the vector units scale block b. Repacking the
- * weights once at load instead of per task would save at most the packing,
- * 5% of a 512-token product (measured by skipping it), and cost a second
- * copy of the weights (decode reads the file layout) or a matvec for the
- * packed one.
+ * on later blocks while the vector units scale block b. Q8_0 weights
+ * packed at load (the default) cost no memory beyond the file's bytes
+ * (the file's pages are given back, model.c) and save the per-task packing:
+ * 5% of a 512-token product, most of a product of 8 to 32 tokens (batched
+ * decode), which therefore runs on the tiles too.
  *
  * BF16: the tile accumulates the whole row in f32 (K = 32 per step, 2 x 2
  * tiles of 16 tokens x 16 rows per step); the products are exact and only
@@ -51,15 +52,16 @@
 enum {
     QK = INF_Q8_0_BLOCK,
     TILE = 16,                          /* tokens (M) and weight rows (N) of a tile */
-    Q8_GROUP_BLOCK = 8 * 64 + TILE * 4, /* packed Q8_0: [8 quads][16 rows][4] int8, then [16] f32 scales */
+    Q8_QUANTS_BLOCK = 8 * 64, /* a block's B tile in a packed Q8_0 group (x86_kernels.h) */
     BF16_STEP = 32,                     /* bf16 columns per tile step (K) */
 };
 
 /* Q8_0: tokens from which the tiles run; below, the avx512 gemm. Where
- * the tiles start to win (a Xeon with 2 MiB of L2, 64 x 1024 weights,
- * 1 thread: 16 tokens even, 24 slower, 32 faster, 128 1.4x). The two are
- * bit-identical, so a row's result does not depend on the side of the
- * threshold its batch falls.
+ * the tiles start to win (a Xeon with 2 MiB of L2, 3072 x 1024 weights
+ * packed at load, 1 thread, in cache): 8 tokens 141 vs 150 us, 12 138 vs
+ * 231, 16 144 vs 288; a tile of 16 tokens costs about what one of 8 does.
+ * The two are bit-identical, so a row's result does not depend on the
+ * side of the threshold its batch falls.
  * BF16: the tiles run every product, however few its tokens: they sum each
  * dot in one chain of f32 additions in their own order, which the avx512
  * gemm does not reproduce, and a prompt row's result must not depend on
@@ -67,7 +69,7 @@ enum {
  * leaves a prompt chunk of any size). Tiles win from the gemm's 8 tokens
  * (2.2x at 8); below, a product of a few rows costs the weight packing
  * either way. */
-enum { Q8_MIN_TOKENS = 32 };
+enum { Q8_MIN_TOKENS = 8 };
 
 /* The 32-blocks whose activations are Q8_0 blocks and whose dot is
  * sum += (float)isum * (d_w * d_x) (core/quant.h): Q8_0 and, unpacked to
@@ -135,7 +137,7 @@ static __mmask16 tail_mask(int64_t n) { return n >= 16 ? 0xffff : (__mmask16)((1
 
 /* Bytes of one group of 16 rows as inf_avx512_pack_group packs it for tiles. */
 static size_t group_bytes(inf_dtype type, int64_t cols) {
-    if (q8_kind(type)) return (size_t)(cols / QK) * Q8_GROUP_BLOCK;
+    if (q8_kind(type)) return inf_x86_packed_group_bytes(INF_DTYPE_Q8_0, cols);
     return (size_t)round_up(cols, BF16_STEP) / 2 * TILE * 4; /* [pairs][16 rows][2] bf16 */
 }
 
@@ -148,39 +150,54 @@ size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols) {
 }
 
 /* Rows [r, r + nr) of a Q4_0, Q5_0 or IQ4_NL weight as a Q8_0 tile group
- * (inf_avx512_pack_group's layout): per block the signed values, [8 quads]
- * [16 rows][4], then the 16 d_w as f32; missing rows are zeros. Two
- * blocks per pass, as that packer does Q8_0: a row's 64 values in one
- * vector, 16 rows transposed in registers. */
+ * (x86_kernels.h's layout): per block the signed values, [8 quads][16
+ * rows][4], and after all blocks the 16 d_w of each (f16, as in the
+ * file); missing rows are zeros. Two blocks per pass, as the avx512 packer
+ * does Q8_0: a row's 64 values in one vector, 16 rows transposed in
+ * registers. */
 static void pack_q32_group(const inf_weight *w, int64_t r, int nr, char *dst) {
     const int64_t nb = w->cols / QK;
     const size_t wb = inf_dtype_block_bytes(w->type);
     const char *w0 = (const char *)w->data + (size_t)r * w->row_bytes;
+    uint16_t *scales = (uint16_t *)(dst + nb * Q8_QUANTS_BLOCK);
     for (int64_t b = 0; b < nb; b += 2) {
         const bool pair = b + 1 < nb;
         __m512i v[TILE];
-        float d[2][TILE];
+        uint16_t d[2][TILE];
         for (int i = 0; i < TILE; i++) {
             if (i >= nr) {
                 v[i] = _mm512_setzero_si512();
-                d[0][i] = d[1][i] = 0.0f;
+                d[0][i] = d[1][i] = 0;
                 continue;
             }
             const char *blk = w0 + (size_t)i * w->row_bytes + (size_t)b * wb;
-            uint16_t h[2] = {0, 0};
-            memcpy(&h[0], blk, 2); /* d leads each of these blocks */
-            if (pair) memcpy(&h[1], blk + wb, 2);
-            d[0][i] = inf_f16_to_f32(h[0]);
-            d[1][i] = inf_f16_to_f32(h[1]);
+            d[1][i] = 0;
+            memcpy(&d[0][i], blk, 2); /* d leads each of these blocks */
+            if (pair) memcpy(&d[1][i], blk + wb, 2);
             v[i] = inf_avx512_values_pair(w->type, blk, blk + wb, pair);
         }
         inf_avx512_transpose16(v);
         for (int half = 0; half < 1 + pair; half++) {
-            char *g = dst + (size_t)(b + half) * Q8_GROUP_BLOCK;
+            char *g = dst + (size_t)(b + half) * Q8_QUANTS_BLOCK;
             for (int q = 0; q < QK / 4; q++) _mm512_store_si512(g + q * 64, v[half * 8 + q]);
-            memcpy(g + 8 * 64, d[half], sizeof d[half]);
+            memcpy(scales + (b + half) * TILE, d[half], sizeof d[half]);
         }
     }
+}
+
+/* A Q4_0 group packed at load (x86_kernels.h) as a Q8_0 tile group: each
+ * block's 4 units of nibbles become its 8 quads of values q - 8 (low
+ * nibbles quads 0-3, high nibbles 4-7); the f16 scales as they are. */
+static void unpack_q4_0_group(const char *src, int64_t nb, char *dst) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+    for (int64_t b = 0; b < nb; b++)
+        for (int unit = 0; unit < 4; unit++) {
+            const __m512i u = _mm512_load_si512(src + b * 256 + unit * 64);
+            _mm512_store_si512(dst + b * Q8_QUANTS_BLOCK + unit * 64, _mm512_sub_epi8(_mm512_and_si512(u, m4), eight));
+            _mm512_store_si512(dst + b * Q8_QUANTS_BLOCK + (unit + 4) * 64,
+                               _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(u, 4), m4), eight));
+        }
+    memcpy(dst + nb * Q8_QUANTS_BLOCK, src + nb * 256, (size_t)nb * INF_X86_PACKED_SCALES_BLOCK);
 }
 
 /* ------------------------------------------------------------------ Q8_0 */
@@ -225,6 +242,7 @@ INLINE void q8_scale_half(const int32_t *c, __m512 w, const float *dx, __m512 su
  * dx: the tile's scales of block 0 (block b at dx + b * dx_stride). */
 static void q8_tile(const char *group, const int8_t *a, size_t a_stride, const float *dx, size_t dx_stride,
                     int64_t nb, int nt, float *y, size_t y_stride, __mmask16 rows) {
+    const uint16_t *scales = (const uint16_t *)(group + nb * Q8_QUANTS_BLOCK);
     int32_t c[2][TILE * TILE] __attribute__((aligned(64)));
     memset(c, 0, sizeof c); /* rows past nt are read (and discarded) but never stored by the tile */
     __m512 lo[8], hi[8]; /* the sums of tokens 0-7 and 8-15 */
@@ -233,13 +251,13 @@ static void q8_tile(const char *group, const int8_t *a, size_t a_stride, const f
 #define Q8_ISSUE(C, A, B, blk)                                                  \
     do {                                                                        \
         _tile_loadd(A, a + (blk) * QK, (long)a_stride);                         \
-        _tile_loadd(B, group + (blk) * Q8_GROUP_BLOCK, 64);                     \
+        _tile_loadd(B, group + (blk) * Q8_QUANTS_BLOCK, 64);                    \
         _tile_zero(C);                                                          \
         _tile_dpbssd(C, A, B);                                                  \
     } while (0)
 #define Q8_SCALE(buf, blk)                                                                 \
     do {                                                                                   \
-        const __m512 w = _mm512_loadu_ps(group + (blk) * Q8_GROUP_BLOCK + 512);            \
+        const __m512 w = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(scales + (blk) * TILE))); \
         q8_scale_half(buf, w, dx + (blk) * dx_stride, lo);                                 \
         q8_scale_half(buf + 8 * TILE, w, dx + (blk) * dx_stride + 8, hi);                  \
     } while (0)
@@ -400,6 +418,15 @@ void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1,
     /* an even number of groups: bf16 multiplies groups in pairs (the pad group is zeros) */
     const int n_groups = (int)((r1 - r0 + TILE - 1) / TILE);
     const size_t gbytes = group_bytes(w->type, w->cols);
+    if (w->packed_format == INF_X86_PACKED_GROUPS) { /* packed at load: Q8_0 as it is, Q4_0 unpacked to int8 */
+        const size_t pbytes = inf_x86_packed_group_bytes(w->type, w->cols);
+        const char *src = (const char *)w->packed + (size_t)(r0 / TILE) * pbytes;
+        if (w->type == INF_DTYPE_Q4_0)
+            for (int g = 0; g < n_groups; g++) unpack_q4_0_group(src + g * pbytes, w->cols / QK, (char *)pack + g * gbytes);
+        q8_gemm(w, a, r0, r1, y, y_stride, w->type == INF_DTYPE_Q4_0 ? (const char *)pack : src);
+        _tile_release();
+        return;
+    }
     for (int g = 0; g < n_groups; g++) {
         const int64_t r = r0 + (int64_t)g * TILE;
         const int nr = (int)INF_MIN(TILE, r1 - r);

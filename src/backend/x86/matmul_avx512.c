@@ -16,10 +16,17 @@
  *     row) x GEMM_TOKENS tokens: every vector op is a full-width
  *     multiply-add with the activation broadcast, every lane one output.
  *
- * VPDPBUSD multiplies unsigned by signed bytes. Weights are signed, so they
- * enter with the top bit flipped (w ^ 0x80 = w + 128 as unsigned):
- * Σ (w + 128) x = Σ w x + 128 Σ x, and the accumulator starts at -128 Σ x
- * (precomputed per activation block), which leaves the exact Σ w x.
+ * VPDPBUSD multiplies unsigned by signed bytes, so one side enters with the
+ * top bit flipped (q ^ 0x80 = q + 128 as unsigned) and the accumulator
+ * starts at -128 times the other side's sum, which leaves the exact Σ w x:
+ * the matvec flips the weights (-128 Σ x precomputed per activation
+ * block), the gemm the activations (-128 Σ w formed per weight block).
+ *
+ * Q8_0 and Q4_0 weights can be packed once at load (inf_avx512_pack_rows,
+ * the group layout of x86_kernels.h): the gemm then reads them as they are
+ * (Q4_0 with Q8_0's activation tiles, its nibbles unpacked in registers)
+ * for any token count, and cpu.c runs every product of such a weight on
+ * it, bit-identical to ref.c (the matvecs read the file's rows).
  *
  * Numerics (see kernels.h): the Q8_0 matvec and gemm are bit-identical to
  * ref.c (exact integer block dots, then sum += (float)dot * (d_w * d_x)
@@ -42,6 +49,8 @@ enum {
     /* Q8_0 matvec: blocks of all 16 rows read ahead into L2 (8.5 KiB) */
     Q8_PREFETCH_BLOCKS = 16,
     GEMM_TOKENS = 8, /* tokens of the gemm register tile */
+    /* Q8_0 gemm: packed blocks read ahead into L2 (4 KiB) */
+    Q8_PACKED_PREFETCH = 8,
     GROUP = 16,      /* weight rows per packed group: one vector of lanes */
     QK = INF_Q8_0_BLOCK,
 };
@@ -103,13 +112,6 @@ static float q8_quantize_block(const float *x, __m256i *q) {
 static __m256i q8_bias(__m256i q) {
     return _mm256_sub_epi32(_mm256_setzero_si256(),
                             _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), q));
-}
-
-static int32_t hsum8_epi32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
 }
 
 static void q8_prepare(const float *x, int64_t cols, void *row) {
@@ -397,24 +399,23 @@ void inf_avx512_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_
 /* ------------------------------------------------------------------ gemm: layouts */
 
 /* Packed weights, per group of 16 rows (missing rows are zeros):
- *   Q8_0: per block, [8 quads][16 rows][4] unsigned quants (w ^ 0x80),
- *         then [16] f32 scales: Q8_GROUP_BLOCK bytes per block.
+ *   Q8_0: x86_kernels.h (inf_x86_packed_group_bytes): per block the signed
+ *         quants [8 quads][16 rows][4], after all of them the f16 scales.
  *   BF16: [cols/2 pairs][16 rows][2] bf16 (an odd last column padded).
  *   F16, F32: [cols][16 rows] f32.
  * Activations, per tile of ts = min(GEMM_TOKENS, tokens left) tokens, tile
  * after tile (tile t0 at t0 * per-token bytes, so n tokens take no more
  * bytes than n rows of cols floats):
- *   Q8_0: per block, [8 quads][ts] int32 (4 quants), [ts] int32 corr
- *         (-128 * sum of the block's quants), [ts] f32 scales.
+ *   Q8_0: per block, [8 quads][ts] int32 (4 quants, each flipped to
+ *         unsigned: q ^ 0x80 = q + 128), then [ts] f32 scales.
  *   BF16: [pairs][ts] int32 (2 bf16).  F16, F32: [cols][ts] f32. */
 enum {
-    Q8_GROUP_BLOCK = 8 * GROUP * 4 + GROUP * 4, /* 576 */
-    Q8_TOKEN_BLOCK = 8 * 4 + 4 + 4,             /* 40 bytes per token per block */
+    Q8_TOKEN_BLOCK = 8 * 4 + 4,                /* 36 bytes per token per block */
 };
 
 static size_t group_bytes(inf_dtype type, int64_t cols) {
     switch (type) {
-    case INF_DTYPE_Q8_0: return (size_t)(cols / QK) * Q8_GROUP_BLOCK;
+    case INF_DTYPE_Q8_0: return inf_x86_packed_group_bytes(type, cols);
     case INF_DTYPE_BF16: return (size_t)pairs_of(cols) * GROUP * 4;
     default: return (size_t)cols * GROUP * 4;
     }
@@ -491,11 +492,11 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
         const __mmask16 lanes = tail_mask(ts);
         char *tile = (char *)buf + (size_t)tile0 * tb;
         if (type == INF_DTYPE_Q8_0) {
-            /* two blocks (16 quads) per pass; then each block's corr and scale */
+            /* two blocks (16 quads) per pass; then each block's scale */
             const int64_t nb = cols / QK;
+            const __m512i flip = _mm512_set1_epi8((char)0x80);
             for (int64_t b = 0; b < nb; b += 2) {
                 const bool pair = b + 1 < nb;
-                int32_t corr[2][16] = {{0}};
                 float d[2][16] = {{0}};
                 for (int t = 0; t < 16; t++) {
                     if (t >= ts) {
@@ -505,19 +506,14 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
                     const float *xt = x + (size_t)(tile0 + t) * (size_t)cols + b * QK;
                     __m256i q0, q1 = _mm256_setzero_si256();
                     d[0][t] = q8_quantize_block(xt, &q0);
-                    corr[0][t] = hsum8_epi32(q8_bias(q0));
-                    if (pair) {
-                        d[1][t] = q8_quantize_block(xt + QK, &q1);
-                        corr[1][t] = hsum8_epi32(q8_bias(q1));
-                    }
-                    v[t] = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+                    if (pair) d[1][t] = q8_quantize_block(xt + QK, &q1);
+                    v[t] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1), flip);
                 }
                 inf_avx512_transpose16(v);
                 for (int half = 0; half < 1 + pair; half++) {
                     char *pb = tile + (size_t)(b + half) * Q8_TOKEN_BLOCK * ts;
                     for (int quad = 0; quad < 8; quad++) _mm512_mask_storeu_epi32(pb + quad * 4 * ts, lanes, v[half * 8 + quad]);
-                    _mm512_mask_storeu_epi32(pb + 32 * ts, lanes, _mm512_loadu_si512(corr[half]));
-                    _mm512_mask_storeu_ps(pb + 36 * ts, lanes, _mm512_loadu_ps(d[half]));
+                    _mm512_mask_storeu_ps(pb + 32 * ts, lanes, _mm512_loadu_ps(d[half]));
                 }
             }
             continue;
@@ -546,29 +542,29 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
     case INF_DTYPE_Q8_0: {
         /* two blocks per pass: the 8 quads of block b, then of block b + 1 */
         const int64_t nb = cols / QK;
-        const __m512i flip = for_tiles ? _mm512_setzero_si512() : _mm512_set1_epi8((char)0x80);
+        uint16_t *scales = (uint16_t *)((char *)dst + nb * 512);
         const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                                 _mm512_set1_epi32((int)w->row_bytes));
         for (int64_t b = 0; b < nb; b += 2) {
             const bool pair = b + 1 < nb;
             for (int i = 0; i < GROUP; i++) {
                 if (i >= nr) {
-                    v[i] = flip; /* zero weights */
+                    v[i] = _mm512_setzero_si512(); /* zero weights */
                     continue;
                 }
                 const inf_block_q8_0 *blk = (const inf_block_q8_0 *)(base + (size_t)i * w->row_bytes) + b;
                 const __m256i lo = _mm256_loadu_si256((const __m256i *)blk[0].q);
                 const __m256i hi = pair ? _mm256_loadu_si256((const __m256i *)blk[1].q) : _mm256_setzero_si256();
-                v[i] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), flip);
+                v[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
             }
             inf_avx512_transpose16(v);
             for (int half = 0; half < 1 + pair; half++) {
-                char *pb = (char *)dst + (b + half) * Q8_GROUP_BLOCK;
+                char *pb = (char *)dst + (b + half) * 512;
                 for (int quad = 0; quad < 8; quad++) _mm512_store_si512(pb + quad * 64, v[half * 8 + quad]);
                 /* the 16 scales: 32 bits gathered at each row's block start, low half kept */
                 const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), tail_mask(nr), offs,
                                                               base + (b + half) * (int64_t)sizeof(inf_block_q8_0), 1);
-                _mm512_store_ps(pb + 512, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
+                _mm256_store_si256((__m256i *)(scales + (b + half) * GROUP), _mm512_cvtepi32_epi16(d));
             }
         }
         break;
@@ -604,37 +600,97 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
         }
         break;
     }
-    default: break; /* the block types: quant_avx512.c packs them */
+    case INF_DTYPE_Q4_0: {
+        /* four blocks per pass: a row's four 16-byte qs in one vector */
+        const int64_t nb = cols / QK;
+        uint16_t *scales = (uint16_t *)((char *)dst + nb * 256);
+        const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                _mm512_set1_epi32((int)w->row_bytes));
+        for (int64_t b = 0; b < nb; b += 4) {
+            const int nblk = (int)INF_MIN(4, nb - b);
+            for (int i = 0; i < GROUP; i++) {
+                v[i] = _mm512_setzero_si512(); /* zero weights past the rows and blocks */
+                if (i >= nr) continue;
+                const inf_block_q4_0 *blk = (const inf_block_q4_0 *)(base + (size_t)i * w->row_bytes) + b;
+                for (int k = 0; k < nblk; k++)
+                    v[i] = _mm512_mask_loadu_epi32(v[i], (__mmask16)(0xf << (4 * k)), (const int32_t *)blk[k].qs - 4 * k);
+            }
+            inf_avx512_transpose16(v);
+            for (int k = 0; k < nblk; k++) {
+                char *pb = (char *)dst + (b + k) * 256;
+                for (int unit = 0; unit < 4; unit++) _mm512_store_si512(pb + unit * 64, v[4 * k + unit]);
+                const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), tail_mask(nr), offs,
+                                                              base + (b + k) * (int64_t)sizeof(inf_block_q4_0), 1);
+                _mm256_store_si256((__m256i *)(scales + (b + k) * GROUP), _mm512_cvtepi32_epi16(d));
+            }
+        }
+        break;
     }
+    default: break; /* the other block types: quant_avx512.c packs them */
+    }
+}
+
+size_t inf_avx512_packed_bytes(const inf_weight *w) {
+    if (!inf_x86_packs(w->type)) return 0;
+    return (size_t)((w->rows + GROUP - 1) / GROUP) * inf_x86_packed_group_bytes(w->type, w->cols);
+}
+
+void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst) {
+    const size_t gbytes = inf_x86_packed_group_bytes(w->type, w->cols);
+    for (int64_t r = r0; r < r1; r += GROUP)
+        inf_avx512_pack_group(w, r, (int)INF_MIN(GROUP, r1 - r), (char *)dst + (size_t)(r / GROUP) * gbytes, false);
 }
 
 /* ------------------------------------------------------------------ gemm: register tiles */
 
-/* 16 rows x NT tokens of Q8_0, in ref.c's order: per block the exact
- * integer dot (VNNI, started at the bias correction), then
- * sum += (float)dot * (d_w * d_x). The tile holds NT tokens. */
-INLINE void q8_tile(const char *group, const char *tile, int64_t nb, const int NT, float *y, size_t y_stride,
-                    __mmask16 rows) {
+/* 16 rows x NT tokens of Q8_0 or Q4_0 (T) from a packed group, in ref.c's
+ * order: per block the exact integer dot, then sum += (float)dot * (d_w *
+ * d_x). The tile holds NT tokens. VPDPBUSD multiplies unsigned by signed
+ * bytes: the signed weights stay in registers (Q4_0's nibbles unpacked and
+ * less 8), each token's four quants enter flipped (x + 128, as
+ * gemm_prepare stores them), and the accumulator starts at -128 * Σ w of
+ * the lane's row (formed once per block by the same instruction with 128
+ * in every byte), which leaves the exact Σ w x. */
+INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_dtype T, const int NT, float *y,
+                     size_t y_stride, __mmask16 rows) {
+    const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
+    const __m512i v128 = _mm512_set1_epi8((char)0x80), m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+    const uint16_t *scales = (const uint16_t *)(group + nb * qb);
     __m512 sum[GEMM_TOKENS];
     _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const char *gb = group + b * Q8_GROUP_BLOCK;
+        const char *gb = group + b * qb;
         const char *tb = tile + b * Q8_TOKEN_BLOCK * NT;
         const int32_t *quads = (const int32_t *)tb;
-        const int32_t *corr = (const int32_t *)(tb + 32 * NT);
-        const float *dx = (const float *)(tb + 36 * NT);
-        __m512i acc[GEMM_TOKENS];
+        const float *dx = (const float *)(tb + 32 * NT);
+        /* the stream Q8_PACKED_PREFETCH blocks ahead, into L2 (past the
+         * group's quants: its scales, then the next group) */
         _Pragma("GCC unroll 8")
-        for (int t = 0; t < NT; t++) acc[t] = _mm512_set1_epi32(corr[t]);
+        for (int line = 0; line < qb / 64; line++) _mm_prefetch(gb + Q8_PACKED_PREFETCH * qb + line * 64, _MM_HINT_T1);
+        _mm_prefetch((const char *)(scales + (b + Q8_PACKED_PREFETCH) * GROUP), _MM_HINT_T1);
+        __m512i wv[8], w128 = _mm512_setzero_si512();
         _Pragma("GCC unroll 8")
         for (int quad = 0; quad < 8; quad++) {
-            const __m512i wv = _mm512_load_si512(gb + quad * 64);
+            if (T == INF_DTYPE_Q8_0) {
+                wv[quad] = _mm512_load_si512(gb + quad * 64);
+            } else { /* unit quad % 4: its low nibbles for quads 0-3, high for 4-7 */
+                const __m512i u = _mm512_load_si512(gb + (quad % 4) * 64);
+                wv[quad] = _mm512_sub_epi8(_mm512_and_si512(quad < 4 ? u : _mm512_srli_epi16(u, 4), m4), eight);
+            }
+            w128 = _mm512_dpbusd_epi32(w128, v128, wv[quad]);
+        }
+        const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), w128);
+        __m512i acc[GEMM_TOKENS];
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < NT; t++) acc[t] = start;
+        _Pragma("GCC unroll 8")
+        for (int quad = 0; quad < 8; quad++) {
             _Pragma("GCC unroll 8")
             for (int t = 0; t < NT; t++)
-                acc[t] = _mm512_dpbusd_epi32(acc[t], wv, _mm512_set1_epi32(quads[quad * NT + t]));
+                acc[t] = _mm512_dpbusd_epi32(acc[t], _mm512_set1_epi32(quads[quad * NT + t]), wv[quad]);
         }
-        const __m512 dw = _mm512_load_ps(gb + 512);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(scales + b * GROUP)));
         _Pragma("GCC unroll 8")
         for (int t = 0; t < NT; t++) {
             const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t]));
@@ -694,7 +750,8 @@ INLINE void f32_tile(const char *group, const char *tile, int64_t cols, const in
 static void run_tile(inf_dtype type, const char *group, const char *tile, int64_t cols, int nt, float *y,
                      size_t ys, __mmask16 rows) {
     switch (type) {
-    case INF_DTYPE_Q8_0: TILE_CASES(q8_tile, group, tile, cols / QK) break;
+    case INF_DTYPE_Q8_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q8_0) break;
+    case INF_DTYPE_Q4_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q4_0) break;
     case INF_DTYPE_BF16: TILE_CASES(bf16_tile, group, tile, pairs_of(cols)) break;
     default: TILE_CASES(f32_tile, group, tile, cols) break;
     }
@@ -704,15 +761,22 @@ _Static_assert(GEMM_TOKENS == 8, "TILE_CASES spells out token counts 1..8");
 
 void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                      void *pack) {
-    if (inf_dtype_is_quant(w->type)) {
+    const bool packed = w->packed_format == INF_X86_PACKED_GROUPS; /* at load: activations as Q8_0's */
+    if (inf_dtype_is_quant(w->type) && !packed) {
         inf_avx512_qgemm(w, a, r0, r1, y, y_stride, pack);
         return;
     }
-    const size_t gbytes = round64(group_bytes(w->type, w->cols)), tb = token_bytes(w->type, w->cols);
+    const inf_dtype act_type = packed ? INF_DTYPE_Q8_0 : w->type;
+    const size_t gbytes = packed ? inf_x86_packed_group_bytes(w->type, w->cols) : round64(group_bytes(w->type, w->cols));
+    const size_t tb = token_bytes(act_type, w->cols);
     const int n_groups = (int)((r1 - r0 + GROUP - 1) / GROUP);
-    for (int g = 0; g < n_groups; g++)
-        inf_avx512_pack_group(w, r0 + (int64_t)g * GROUP, (int)INF_MIN(GROUP, r1 - r0 - g * GROUP),
-                              (char *)pack + g * gbytes, false);
+    if (packed) {
+        pack = (char *)w->packed + (size_t)(r0 / GROUP) * gbytes;
+    } else {
+        for (int g = 0; g < n_groups; g++)
+            inf_avx512_pack_group(w, r0 + (int64_t)g * GROUP, (int)INF_MIN(GROUP, r1 - r0 - g * GROUP),
+                                  (char *)pack + g * gbytes, false);
+    }
     for (int t0 = 0; t0 < a->n; t0 += GEMM_TOKENS) {
         const int nt = INF_MIN(GEMM_TOKENS, a->n - t0);
         const char *tile = (const char *)a->data + (size_t)t0 * tb;

@@ -48,6 +48,9 @@ static const inf_kernels avx2_table = {
     .matvec_takes = inf_avx512_matvec_takes,                                    \
     .gemm_takes = gemm_takes_all,                                               \
     .gemm_rows = INF_X86_GEMM_ROWS,                                             \
+    .packed_bytes = inf_avx512_packed_bytes,                                    \
+    .pack_rows = inf_avx512_pack_rows,                                          \
+    .packed_format = INF_X86_PACKED_GROUPS,                                     \
     .gemm_min_tokens = 8,                                                       \
     /* batched decode of 8 and 16 rows ran 1.2-3x faster on the matvec */     \
     .gemm_min_tokens_q8_0 = 17,                                                 \

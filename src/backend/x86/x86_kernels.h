@@ -47,6 +47,29 @@ void inf_avx2_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r
                     void *pack);
 size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 
+/* ---- Q8_0 and Q4_0 weights packed in groups of 16 rows, for the avx512
+ * gemm and the AMX tiles alike (per task by inf_avx512_pack_group, or the
+ * whole matrix once at load: inf_avx512_pack_rows). A group of nb = cols /
+ * 32 blocks holds
+ *   quants, per block:
+ *     Q8_0: [8 quads][16 rows][4] int8, signed: block b's 512 bytes are
+ *           the AMX B tile of the block as they are;
+ *     Q4_0: [4 units][16 rows][4] bytes, the file's qs bytes 4j..4j+3 as
+ *           unit j: low nibbles are quad j (values 4j..4j+3), high nibbles
+ *           quad j + 4, each value q + 8 (256 bytes);
+ *   then scales [nb][16 rows] f16, the rows' d;
+ * padded to 64 bytes: as many bytes as the GGUF rows (34 or 18 per 32
+ * weights), up to the padding. Group g of a packed matrix starts at
+ * g * inf_x86_packed_group_bytes(type, cols). */
+enum { INF_X86_PACKED_SCALES_BLOCK = 16 * 2 };
+static inline bool inf_x86_packs(inf_dtype type) { return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0; }
+static inline size_t inf_x86_packed_quants_block(inf_dtype type) { return type == INF_DTYPE_Q8_0 ? 512 : 256; }
+static inline size_t inf_x86_packed_group_bytes(inf_dtype type, int64_t cols) {
+    return ((size_t)(cols / 32) * (inf_x86_packed_quants_block(type) + INF_X86_PACKED_SCALES_BLOCK) + 63) / 64 * 64;
+}
+/* The packed format tag of those matrices (inf_weight.packed_format). */
+enum { INF_X86_PACKED_GROUPS = 1 };
+
 /* ---- avx512 */
 size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols);
 void inf_avx512_act_prepare(inf_dtype type, const float *x, int64_t cols, void *row);
@@ -58,12 +81,16 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
 size_t inf_avx512_gemm_pack_bytes(inf_dtype type, int64_t cols);
 /* Weight rows [r, r + nr), nr <= 16, packed into one 64-aligned group of
  * 16 (missing rows are zeros), the 32-bit units of the 16 rows side by side:
- *   Q8_0: per block, [8 quads][16 rows][4] quants, then [16] f32 scales;
+ *   Q8_0, Q4_0: the layout above;
  *   BF16: [pairs][16 rows][2] bf16 (an odd last column padded);
  *   F16, F32: [cols][16 rows] f32.
- * for_tiles (the AMX gemm's B tiles): Q8_0 quants stay signed (else w ^ 0x80
- * for VPDPBUSD) and BF16 pairs are zero-padded to a multiple of 16. */
+ * for_tiles (the AMX gemm's B tiles): BF16 pairs are zero-padded to a
+ * multiple of 16. */
 void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bool for_tiles);
+/* The packed copy of a whole weight (kernels.h packed_bytes, pack_rows):
+ * Q8_0 and Q4_0 (their activations: Q8_0 blocks, prepared as Q8_0's). */
+size_t inf_avx512_packed_bytes(const inf_weight *w);
+void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst);
 size_t inf_avx512_attn_tmp_bytes(const inf_attn_shape *shape);
 void inf_avx512_attn_decode(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
                             const inf_kv_view *v, float *out, int kvh, void *tmp);
