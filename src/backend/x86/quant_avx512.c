@@ -730,6 +730,7 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
  * ref.c (not to the matvec, whose order follows llama.cpp's vec_dot: so
  * decode rows of these types run on the matvec and prefill rows here,
  * ops.h's contract). Per block and group of 16 rows the pack holds
+ * (x86_kernels.h, INF_QB_*)
  *   vals  [8 quads][16 rows][4]  int8, the weights' signed values
  *   corr  [16 rows]              int32, 128 * Σ vals (see below)
  *   d, m  [16 rows]              f32 (m: Q4_1/Q5_1's min, else 0)
@@ -738,78 +739,56 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
  * Σ (x + 128) v = Σ x v + corr: the exact block dot after subtracting
  * corr; then sum += (float)isum * (d_w * d_x) (+ m_w * s_x) per lane, in
  * ref.c's order. */
-enum {
-    QB_VALS = 8 * 64,           /* 512 */
-    QB_CORR = QB_VALS,
-    QB_D = QB_CORR + 64,
-    QB_M = QB_D + 64,
-    QB_BLOCK = QB_M + 64,       /* 704 bytes per block per group */
-};
+enum { QB_CORR = INF_QB_CORR, QB_D = INF_QB_D, QB_M = INF_QB_M, QB_BLOCK = INF_QB_BLOCK };
+_Static_assert(QB_CORR == 8 * 64 && QB_D == QB_CORR + 64 && QB_M == QB_D + 64 && QB_BLOCK == QB_M + 64,
+               "vals, then one vector each of corr, d and m");
 
 size_t inf_avx512_qgemm32_pack_bytes(int64_t cols) {
     return (INF_X86_GEMM_ROWS / QG_ROWS) * (size_t)(cols / INF_QK) * QB_BLOCK;
 }
 
-/* The 32 signed values of a block (stored to v), and its d and m; returns
- * Σ v. */
-int32_t inf_avx512_block_values(inf_dtype type, const char *w, int8_t v[32], float *d, float *m) {
-    *d = inf_f16_to_f32(f16_at(w));
-    *m = 0.0f;
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    const uint8_t *qs;
-    uint32_t qh = 0;
-    switch (type) {
-    case INF_DTYPE_Q4_1: qs = ((const inf_block_q4_1 *)w)->qs; *m = inf_f16_to_f32(f16_at(w + 2)); break;
-    case INF_DTYPE_Q5_0: qs = ((const inf_block_q5_0 *)w)->qs; memcpy(&qh, ((const inf_block_q5_0 *)w)->qh, 4); break;
-    case INF_DTYPE_Q5_1:
-        qs = ((const inf_block_q5_1 *)w)->qs;
-        memcpy(&qh, ((const inf_block_q5_1 *)w)->qh, 4);
-        *m = inf_f16_to_f32(f16_at(w + 2));
-        break;
-    default: qs = ((const inf_block_q4_0 *)w)->qs; break; /* Q4_0, IQ4_NL */
+/* Rows [r, r + nr) of blocks b and b + 1 (has2; else b alone) packed into
+ * dst and dst + QB_BLOCK (missing rows zeros): each row's values of the
+ * two blocks in one vector (inf_avx512_values_pair), the 16 rows
+ * transposed in registers to [quad][row]; corr summed from the transposed
+ * quads; d and m gathered from the rows' block heads (d, then Q4_1/Q5_1's
+ * m) and widened. */
+static void pack_bgroup2(const inf_weight *w, int64_t r, int nr, int64_t b, bool has2, char *dst) {
+    const size_t wb = inf_dtype_block_bytes(w->type);
+    const char *blk = (const char *)w->data + (size_t)r * w->row_bytes + (size_t)b * wb;
+    __m512i v[QG_ROWS];
+    for (int i = 0; i < QG_ROWS; i++) {
+        const char *bi = blk + (size_t)i * w->row_bytes;
+        v[i] = i < nr ? inf_avx512_values_pair(w->type, bi, bi + wb, has2) : _mm512_setzero_si512();
     }
-    const __m128i q = _mm_loadu_si128((const __m128i *)qs);
-    __m256i u = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
-                                        _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
-    u = _mm256_or_si256(u, _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(0x10)));
-    switch (type) {
-    case INF_DTYPE_Q4_0: u = _mm256_sub_epi8(u, _mm256_set1_epi8(8)); break;
-    case INF_DTYPE_Q5_0: u = _mm256_sub_epi8(u, _mm256_set1_epi8(16)); break;
-    case INF_DTYPE_IQ4_NL:
-        u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)inf_iq4nl_values)), u);
-        break;
-    default: break;
+    inf_avx512_transpose16(v);
+    const bool q81 = inf_quant_act_type(w->type) == INF_ACT_Q8_1;
+    const __mmask16 live = (__mmask16)((1u << nr) - 1);
+    const __m512i at = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32((int)w->row_bytes));
+    for (int h = 0; h < 1 + has2; h++) {
+        char *g = dst + h * QB_BLOCK;
+        __m512i sum = _mm512_setzero_si512();
+        for (int q = 0; q < 8; q++) {
+            _mm512_store_si512(g + q * 64, v[8 * h + q]);
+            sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi8(1), v[8 * h + q]);
+        }
+        _mm512_store_si512(g + QB_CORR, _mm512_slli_epi32(sum, 7));
+        const __m512i dm = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, at, blk + h * wb, 1);
+        _mm512_store_ps(g + QB_D, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)));
+        _mm512_store_ps(g + QB_M, q81 ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16))) : _mm512_setzero_ps());
     }
-    _mm256_storeu_si256((__m256i *)v, u);
-    /* Σ (v + 128) by SAD against zero, minus 32 * 128 */
-    const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(u, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
-    __m128i t = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
-    t = _mm_add_epi64(t, _mm_unpackhi_epi64(t, t));
-    return (int32_t)_mm_cvtsi128_si64(t) - 32 * 128;
 }
 
-static void pack_bgroup(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
-    int8_t v[QG_ROWS][32];
-    int32_t corr[QG_ROWS];
-    float d[QG_ROWS], m[QG_ROWS];
-    const size_t wb = inf_dtype_block_bytes(w->type);
-    for (int i = 0; i < QG_ROWS; i++) {
-        if (i >= nr) {
-            memset(v[i], 0, 32);
-            d[i] = m[i] = 0.0f;
-            corr[i] = 0;
-        } else {
-            corr[i] = 128 * inf_avx512_block_values(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb,
-                                         v[i], &d[i], &m[i]);
-        }
+void inf_avx512_qgemm32_pack(const inf_weight *w, int64_t r0, int64_t r1, void *pack) {
+    const int64_t nb = w->cols / INF_QK;
+    const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
+    for (int g = 0; g < n_groups; g++) {
+        const int64_t r = r0 + (int64_t)g * QG_ROWS;
+        char *dst = (char *)pack + (size_t)g * (size_t)nb * QB_BLOCK;
+        for (int64_t b = 0; b < nb; b += 2)
+            pack_bgroup2(w, r, (int)INF_MIN(QG_ROWS, r1 - r), b, b + 1 < nb, dst + (size_t)b * QB_BLOCK);
     }
-    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(32));
-    for (int q = 0; q < 8; q++)
-        _mm512_store_si512(dst + q * 64, _mm512_i32gather_epi32(rows, (const int *)&v[0][4 * q], 1));
-    memcpy(dst + QB_CORR, corr, 64);
-    memcpy(dst + QB_D, d, 64);
-    memcpy(dst + QB_M, m, 64);
 }
 
 INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t stride, int t0, const int NT,
@@ -867,11 +846,7 @@ void inf_avx512_qgemm32(const inf_weight *w, const inf_act *a, int64_t r0, int64
     const bool q81 = inf_quant_act_type(w->type) == INF_ACT_Q8_1;
     const char *act = a->data;
     const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
-    for (int g = 0; g < n_groups; g++) {
-        const int64_t r = r0 + (int64_t)g * QG_ROWS;
-        for (int64_t b = 0; b < nb; b++)
-            pack_bgroup(w, r, (int)INF_MIN(QG_ROWS, r1 - r), b, (char *)pack + g * gbytes + (size_t)b * QB_BLOCK);
-    }
+    inf_avx512_qgemm32_pack(w, r0, r1, pack);
     for (int t0 = 0; t0 < a->n; t0 += QG_TOKENS) {
         const int nt = INF_MIN(QG_TOKENS, a->n - t0);
         for (int g = 0; g < n_groups; g++) {

@@ -119,11 +119,14 @@ size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 void inf_avx512_qgemm32(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys,
                         void *pack);
 size_t inf_avx512_qgemm32_pack_bytes(int64_t cols);
-/* The weight unpackers of those gemms, for the AMX gemms' packs.
- * A 32-block (Q4_0 .. IQ4_NL): its 32 signed values into v, its d and m
- * (Q4_1/Q5_1's min, else 0) as f32; returns the sum of v. */
-int32_t inf_avx512_block_values(inf_dtype type, const char *blk, int8_t v[32], float *d, float *m);
-/* A super-block (Q2_K .. Q6_K, IQ4_XS): its codes u in element order and,
+/* Its pack of rows [r0, r1) (r1 - r0 <= INF_X86_GEMM_ROWS): per group of
+ * 16 rows (missing rows zeros) and block, INF_QB_BLOCK bytes: [8 quads]
+ * [16 rows][4] int8 values, then [16] int32 128 * Σ values, [16] f32 d,
+ * [16] f32 m (the min, 0 but for Q4_1/Q5_1); groups nb blocks apart. */
+enum { INF_QB_CORR = 512, INF_QB_D = 576, INF_QB_M = 640, INF_QB_BLOCK = 704 };
+void inf_avx512_qgemm32_pack(const inf_weight *w, int64_t r0, int64_t r1, void *pack);
+/* The super-block gemm's weight unpacker, for the AMX tiles' pack: a
+ * super-block (Q2_K .. Q6_K, IQ4_XS): its codes u in element order and,
  * per 16-element group g, scale[g] and coef[g]; element k's value is
  * scale[g] * u[k] - coef[g] for the types without mins (Q3_K, Q6_K,
  * IQ4_XS), scale[g] * u[k] with min coef[g] (Q2_K, Q4_K, Q5_K:
