@@ -16,7 +16,8 @@
  *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (every ISA: gemm) bit-identical
  *   matmul Q4_0..Q5_1, IQ4_NL decode rows (neon)           bit-identical
  *     (avx512+amx: the tiles from 16 tokens for the super-block types,
- *     from 32 for Q4_0, Q5_0, IQ4_NL)
+ *     from 12 for Q4_1, Q5_1, from 32 for Q4_0, Q5_0, IQ4_NL; the block
+ *     types' quant_amx.c tiles also called directly from 1 token)
  *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
  *                             (f32 lanes of partial sums instead of a double);
  *                             a decode row's bits do not depend on the batch
@@ -38,6 +39,9 @@
 #include "backend/kernels.h"
 #include "core/dtype.h"
 #include "core/quant.h"
+#if defined(__x86_64__)
+#include "backend/x86/x86_kernels.h"
+#endif
 
 #include <math.h>
 #include <stdarg.h>
@@ -347,10 +351,10 @@ static void test_matmul_quant(const isa_ops *s) {
         test_matmul_case(s, types[ti], 16, 256, 67);
     }
     /* The tile gemms' shapes (avx512+amx; the others run them too): token
-     * counts around the super-block types' threshold of 16 and the
-     * 32-blocks' of 32 with partial last tiles, ragged row groups, one and
-     * several blocks. */
-    static const int tile_ns[] = {15, 16, 17, 33, 47};
+     * counts around the thresholds (Q4_1, Q5_1: 12; the super-block types:
+     * 16; the other 32-blocks: 32) with partial last tiles, ragged row
+     * groups, one and several blocks. */
+    static const int tile_ns[] = {11, 12, 15, 16, 17, 33, 47};
     static const int64_t tile_rows[] = {1, 17, 70};
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (size_t ni = 0; ni < sizeof tile_ns / sizeof *tile_ns; ni++)
@@ -513,6 +517,66 @@ static void test_matvec_kernel(const isa_ops *s) {
             }
     }
 }
+
+#if defined(__x86_64__)
+/* The block types' AMX tiles (quant_amx.c: Q4_1, Q5_1 and the super-block
+ * types) called directly, also at the token counts the op gives the avx512
+ * gemm (under the tiles' thresholds, down to 1), on ragged row ranges of
+ * one task (1 row, 17, a whole 64-row task off a group boundary) and
+ * widths of 1, 3 and 33 blocks: ref.c's bits, and no output written
+ * outside the task's rows. */
+static void test_amx_quant_tiles(const isa_ops *s) {
+    if (s->isa != INF_ISA_AVX512_AMX) return;
+    const inf_kernels *k = inf_isa_kernels(s->isa);
+    static const inf_dtype types[] = {INF_DTYPE_Q4_1, INF_DTYPE_Q5_1, INF_DTYPE_Q2_K, INF_DTYPE_Q3_K,
+                                      INF_DTYPE_Q4_K, INF_DTYPE_Q5_K, INF_DTYPE_Q6_K, INF_DTYPE_IQ4_XS};
+    static const int64_t blocks_list[] = {1, 3, 33};
+    static const int ns[] = {1, 2, 15, 16, 17, 33};
+    static const int64_t ranges[][2] = {{0, 1}, {16, 33}, {3, 67}};
+    enum { ROWS = 70 };
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+        for (size_t bi = 0; bi < 3; bi++) {
+            const inf_dtype type = types[ti];
+            if (bi == 2 && inf_dtype_block_elems(type) == INF_QK_K) continue; /* 1 and 3 super-blocks suffice */
+            const int64_t cols = blocks_list[bi] * inf_dtype_block_elems(type);
+            char label[160];
+            begin(label, sizeof label, s, "amx tiles %s cols=%lld", inf_dtype_name(type), (long long)cols);
+            float *deq = malloc((size_t)(ROWS * cols) * sizeof(float));
+            inf_weight w = {.name = "w", .type = type, .rows = ROWS, .cols = cols};
+            w.data = make_weight(type, ROWS, cols, &w.row_bytes, deq);
+            const int max_n = ns[sizeof ns / sizeof *ns - 1];
+            float *x = malloc((size_t)max_n * (size_t)cols * sizeof(float));
+            fill_uniform(x, (size_t)max_n * (size_t)cols, -2.0f, 2.0f);
+            void *buf = alloc_bytes((size_t)max_n * (size_t)cols * sizeof(float));
+            void *pack = alloc_bytes(k->gemm_pack_bytes(type, cols));
+            float *want = alloc_out((size_t)max_n * ROWS), *got = alloc_out((size_t)max_n * ROWS);
+            int bad = 0;
+            for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+                const int n = ns[ni];
+                REF->matmul(REF, &w, x, n, 0, want, buf);
+                k->gemm_prepare(type, x, cols, n, 0, n, buf);
+                const inf_act a = {.data = buf, .n = n};
+                for (size_t gi = 0; gi < sizeof ranges / sizeof *ranges; gi++) {
+                    const int64_t r0 = ranges[gi][0], r1 = ranges[gi][1];
+                    for (size_t i = 0; i < (size_t)n * ROWS + GUARD; i++) got[i] = SENTINEL;
+                    inf_amx_kquant_gemm(&w, &a, r0, r1, got, ROWS, pack);
+                    for (int t = 0; t < n; t++)
+                        for (int64_t r = 0; r < ROWS; r++) {
+                            const float g = got[(size_t)t * ROWS + (size_t)r], e = want[(size_t)t * ROWS + (size_t)r];
+                            const bool inside = r >= r0 && r < r1;
+                            if ((inside ? memcmp(&g, &e, sizeof g) != 0 : g != SENTINEL) && bad++ < 3)
+                                TEST_CHECK(false, "n=%d rows [%lld, %lld): y[%d][%lld] = %.9g, %s %.9g", n, (long long)r0,
+                                           (long long)r1, t, (long long)r, (double)g, inside ? "ref" : "untouched",
+                                           (double)(inside ? e : SENTINEL));
+                        }
+                    TEST_CHECK(guards_intact(got, (size_t)n * ROWS), "n=%d: wrote past the outputs", n);
+                }
+            }
+            TEST_CHECK(bad == 0, "%d outputs differ", bad);
+            free(deq), free((void *)w.data), free(x), free(buf), free(pack), free(want), free(got);
+        }
+}
+#endif
 
 /* matmul_group: three weights of one type and width (rows not multiples
  * of 16, as the concatenated split must cut inside a weight) give exactly
@@ -1260,6 +1324,9 @@ int main(void) {
             test_matmul(&s);
             test_matmul_quant(&s);
             test_matvec_kernel(&s);
+#if defined(__x86_64__)
+            test_amx_quant_tiles(&s);
+#endif
             test_matmul_group(&s);
             test_matmul_rows_kind(&s);
             test_elementwise(&s);

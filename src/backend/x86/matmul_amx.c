@@ -3,8 +3,8 @@
  * later): TDPBSSD int8 tiles for Q8_0 weights (and for Q4_0, Q5_0 and
  * IQ4_NL, whose blocks are unpacked to their int8 values when a task packs
  * its rows: their dot is Q8_0's, core/quant.h), TDPBF16PS bf16 tiles for
- * BF16 weights; the super-block types go to quant_amx.c. The rest of the
- * "avx512+amx" table is avx512's.
+ * BF16 weights; the super-block types, Q4_1 and Q5_1 go to quant_amx.c.
+ * The rest of the "avx512+amx" table is avx512's.
  *
  * A tile product C[M][N] += A[M][K] · B[K][N] takes A as M rows of K
  * elements and B in "VNNI" order: K/4 rows (int8) or K/2 rows (bf16) of N
@@ -203,25 +203,13 @@ static void unpack_q4_0_group(const char *src, int64_t nb, char *dst) {
 /* ------------------------------------------------------------------ Q8_0 */
 
 /* Tiles: accumulators C0, C1 (blocks alternate), activations A0, A1,
- * weights B0, B1. (Macros: the tile intrinsics paste the number into the
- * instruction text.) */
-#define Q8_C0 0
-#define Q8_C1 1
-#define Q8_A0 2
-#define Q8_A1 3
-#define Q8_B0 4
-#define Q8_B1 5
-
-static void q8_config(int nt) {
-    inf_amx_config c = {.palette = 1};
-    inf_amx_config_set(&c, Q8_C0, nt, 64);
-    inf_amx_config_set(&c, Q8_C1, nt, 64);
-    inf_amx_config_set(&c, Q8_A0, nt, QK);
-    inf_amx_config_set(&c, Q8_A1, nt, QK);
-    inf_amx_config_set(&c, Q8_B0, QK / 4, 64);
-    inf_amx_config_set(&c, Q8_B1, QK / 4, 64);
-    _tile_loadconfig(&c);
-}
+ * weights B0, B1 (amx_tiles.h, inf_amx_config_b32). */
+#define Q8_C0 INF_AMX_B32_C0
+#define Q8_C1 INF_AMX_B32_C1
+#define Q8_A0 INF_AMX_B32_A0
+#define Q8_A1 INF_AMX_B32_A1
+#define Q8_B0 INF_AMX_B32_B0
+#define Q8_B1 INF_AMX_B32_B1
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -279,11 +267,7 @@ static void q8_tile(const char *group, const int8_t *a, size_t a_stride, const f
     }
 #undef Q8_SCALE
 #undef Q8_ISSUE
-    _Pragma("GCC unroll 8")
-    for (int t = 0; t < 8; t++) {
-        if (t < nt) _mm512_mask_storeu_ps(y + (size_t)t * y_stride, rows, lo[t]);
-        if (t + 8 < nt) _mm512_mask_storeu_ps(y + (size_t)(t + 8) * y_stride, rows, hi[t]);
-    }
+    inf_avx512_store_tile_sums(y, y_stride, rows, nt, lo, hi);
 }
 
 static void q8_gemm(const inf_weight *w, const inf_act *act, int64_t r0, int64_t r1, float *y, size_t y_stride,
@@ -297,7 +281,7 @@ static void q8_gemm(const inf_weight *w, const inf_act *act, int64_t r0, int64_t
     int configured = 0;
     for (int t0 = 0; t0 < n; t0 += TILE) {
         const int nt = INF_MIN(TILE, n - t0);
-        if (nt != configured) q8_config(configured = nt);
+        if (nt != configured) inf_amx_config_b32(configured = nt);
         for (int g = 0; g < n_groups; g++) {
             const int64_t r = r0 + (int64_t)g * TILE;
             q8_tile(pack + g * gbytes, q + (size_t)t0 * (size_t)nb * QK, (size_t)nb * QK, dx + t0, (size_t)n_pad, nb, nt,

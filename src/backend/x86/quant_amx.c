@@ -1,8 +1,11 @@
 /*
  * quant_amx.c — the prefill gemm of the GGUF super-block types (Q2_K ..
- * Q6_K, IQ4_XS) on AMX int8 tiles, bit-identical to ref.c and to the
- * avx512 gemm (quant_avx512.c), which runs the products of fewer tokens.
+ * Q6_K, IQ4_XS) and of Q4_1 and Q5_1 on AMX int8 tiles, bit-identical to
+ * ref.c and to the avx512 gemm (quant_avx512.c), which runs the products
+ * of fewer tokens. (Q4_0, Q5_0 and IQ4_NL have Q8_0's dot and run its
+ * tiles, matmul_amx.c.)
  *
+ * Super-blocks:
  * ref.c sums, per super-block, (d_w * d_x) * isum - (dmin_w * d_x) * imin
  * in f32, where isum = Σ_k v_k x_k and imin = Σ_k m_k x_k are exact
  * integers over the 256 elements (v_k: the element's code times its
@@ -24,6 +27,23 @@
  * task of 64 rows x 3072 columns packs 582 KiB (the avx512 gemm 294).
  * Activations: the avx512 gemm's Q8_K rows (inf_act_prepare_quant), A tile
  * rows read straight from them.
+ *
+ * Q4_1, Q5_1 (x Q8_1): ref.c sums sum += (d_w * d_x) * (float)isum +
+ * m_w * s_x per block of 32, isum = Σ u x over the weights' codes u (0..15,
+ * 0..31) and the activations' int8 x. The f32 steps are per block, so as
+ * for Q8_0 each block is one 32-deep tile product, stored and scaled by
+ * AVX-512 in ref.c's operations. The avx512 gemm's pack and activations
+ * serve as they are: the B tile is the pack's [8 quads][16 rows][4] codes,
+ * the A tile the prepared rows' quants, which that gemm flips to x + 128
+ * (unsigned), so TDPBUSD gathers Σ (x + 128) u and AVX-512 subtracts the
+ * pack's 128 Σ u (exact in int32). (Starting the accumulator at -128 Σ u,
+ * one row loaded with stride 0, gave the same bits 5% slower: the tile
+ * unit is the busier side.) The tokens' d_x and s_x (f16 in the rows) are
+ * widened to f32 once per token tile, for all blocks.
+ * Pack: the avx512 gemm's, 704 B per group of 16 rows and block, then
+ * [blocks][d_x 16, s_x 16] f32 of the current token tile: a task of 64
+ * rows x 3072 columns packs 264 + 12 KiB (2944 B per 32 columns), however
+ * many tokens.
  */
 #include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
@@ -45,13 +65,20 @@ enum {
     /* From this many tokens the tiles run (Xeon, 2 threads, 64 x 1024 Q4_K:
      * see inf_amx_kquant_takes); below, the avx512 gemm, bit-identical. */
     KQ_MIN_TOKENS = 16,
+    /* Q4_1, Q5_1: from this many tokens the tiles run (Xeon, 1 thread,
+     * 64 x 1024 Q4_1: even with the avx512 gemm at 8, 1.2x at 12, 1.4x at
+     * 16, 2x at 512); bit-identical below. */
+    QM_MIN_TOKENS = 12,
 };
 
 static bool has_mins(inf_dtype type) {
     return type == INF_DTYPE_Q2_K || type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K;
 }
 
+static bool is_q81(inf_dtype type) { return type == INF_DTYPE_Q4_1 || type == INF_DTYPE_Q5_1; }
+
 bool inf_amx_kquant_takes(inf_dtype type, int n) {
+    if (is_q81(type)) return n >= QM_MIN_TOKENS;
     return n >= KQ_MIN_TOKENS && inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == INF_QK_K;
 }
 
@@ -240,12 +267,123 @@ static size_t pack_groups_bytes(inf_dtype type, int64_t cols) {
     return (INF_X86_GEMM_ROWS / TILE) * (size_t)(cols / INF_QK_K) * block_bytes(type);
 }
 
+/* ------------------------------------------------------------------ Q4_1, Q5_1 */
+
+/* The nt tokens' d_x and s_x of every block as f32, ds[b] = {d_x[16],
+ * s_x[16]} (tokens past nt 0): the 4 bytes (d, s) of each token's block
+ * gathered at once. act: the tile's first row. */
+static void qm_token_scales(const char *act, size_t stride, int nt, int64_t nb, float *ds) {
+    const __m512i at = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32((int)stride));
+    const __mmask16 live = (__mmask16)((1u << nt) - 1);
+    for (int64_t b = 0; b < nb; b++) {
+        const __m512i h = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, at,
+                                                      act + (size_t)b * sizeof(inf_block_q8_1), 1);
+        _mm512_storeu_ps(ds + 32 * b, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
+        _mm512_storeu_ps(ds + 32 * b + 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))));
+    }
+}
+
+/* sum[t] += (float)isum[t] * (d_w * d_x[t]) + m_w * s_x[t] for 8 tokens,
+ * isum = C - corr, as ref.c rounds it (and the avx512 gemm: the products
+ * commute). Rows of C past the tile's tokens are never stored. */
+INLINE void qm_scale_half(const int32_t *c, __m512i corr, __m512 dw, __m512 mw, const float *dx, const float *sx,
+                          __m512 sum[8]) {
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < 8; t++) {
+        const __m512i isum = _mm512_sub_epi32(_mm512_load_si512(c + t * TILE), corr);
+        const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t])));
+        sum[t] = _mm512_add_ps(sum[t], _mm512_add_ps(p, _mm512_mul_ps(mw, _mm512_set1_ps(sx[t]))));
+    }
+}
+
+/* One token tile (nt tokens; a: the first token's row) x one packed group
+ * (16 rows), over all nb blocks, into y: two blocks a step, block j in
+ * tile C(j % 2) and buffer c[j % 2], both products issued before either
+ * is stored and scaled, so that the tile unit runs one while the vector
+ * units scale the other and the next step's products are already queued.
+ * (The Q8_0 loop of matmul_amx.c, which issues block j, stores j - 1 and
+ * scales j - 2, measured the same here, within 1%.) */
+static void qm_tile(const char *group, const char *a, size_t a_stride, const float *ds, int64_t nb, int nt, float *y,
+                    size_t y_stride, __mmask16 rows) {
+    int32_t c[2][TILE * TILE] __attribute__((aligned(64)));
+    memset(c, 0, sizeof c); /* rows past nt: read, never written by the tile */
+    __m512 lo[8], hi[8];    /* the sums of tokens 0-7 and 8-15 */
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < 8; t++) lo[t] = hi[t] = _mm512_setzero_ps();
+    const size_t xq = offsetof(inf_block_q8_1, qs);
+#define QM_PRODUCT(C, A, B, blk)                                                                   \
+    do {                                                                                           \
+        _tile_zero(C);                                                                             \
+        _tile_loadd(A, a + (size_t)(blk) * sizeof(inf_block_q8_1) + xq, (long)a_stride);           \
+        _tile_loadd(B, group + (blk) * INF_QB_BLOCK, 64);                                          \
+        _tile_dpbusd(C, A, B);                                                                     \
+    } while (0)
+#define QM_SCALE(buf, blk)                                                                         \
+    do {                                                                                           \
+        const char *pb = group + (blk) * INF_QB_BLOCK;                                             \
+        const __m512i corr = _mm512_load_si512(pb + INF_QB_CORR);                                  \
+        const __m512 dw = _mm512_load_ps(pb + INF_QB_D), mw = _mm512_load_ps(pb + INF_QB_M);       \
+        const float *dsb = ds + 32 * (blk);                                                        \
+        qm_scale_half(buf, corr, dw, mw, dsb, dsb + 16, lo);                                       \
+        qm_scale_half(buf + 8 * TILE, corr, dw, mw, dsb + 8, dsb + 24, hi);                        \
+    } while (0)
+    for (int64_t j = 0; j < nb; j += 2) {
+        const bool two = j + 1 < nb;
+        QM_PRODUCT(INF_AMX_B32_C0, INF_AMX_B32_A0, INF_AMX_B32_B0, j);
+        if (two) QM_PRODUCT(INF_AMX_B32_C1, INF_AMX_B32_A1, INF_AMX_B32_B1, j + 1);
+        _tile_stored(INF_AMX_B32_C0, c[0], 64);
+        if (two) _tile_stored(INF_AMX_B32_C1, c[1], 64);
+        QM_SCALE(c[0], j);
+        if (two) QM_SCALE(c[1], j + 1);
+    }
+#undef QM_SCALE
+#undef QM_PRODUCT
+    inf_avx512_store_tile_sums(y, y_stride, rows, nt, lo, hi);
+}
+
+static size_t qm_pack_bytes(int64_t cols) {
+    return inf_avx512_qgemm32_pack_bytes(cols) + (size_t)(cols / INF_QK) * 2 * TILE * sizeof(float);
+}
+
+/* Token tiles outer, the task's (at most 4) row groups inner: a tile's
+ * activations and scales are read once per group from L1/L2, the groups'
+ * pack (4 x 22 KiB per 1024 columns) stays in L2. */
+static void q81_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                     void *pack) {
+    const int64_t nb = w->cols / INF_QK;
+    const size_t gbytes = (size_t)nb * INF_QB_BLOCK, stride = inf_act_row_bytes_quant(w->type, w->cols);
+    const int n_groups = (int)((r1 - r0 + TILE - 1) / TILE);
+    float *ds = (float *)((char *)pack + inf_avx512_qgemm32_pack_bytes(w->cols));
+    inf_avx512_qgemm32_pack(w, r0, r1, pack);
+    int configured = 0;
+    for (int t0 = 0; t0 < a->n; t0 += TILE) {
+        const int nt = INF_MIN(TILE, a->n - t0);
+        const char *at = (const char *)a->data + (size_t)t0 * stride;
+        qm_token_scales(at, stride, nt, nb, ds);
+        if (nt != configured) inf_amx_config_b32(configured = nt);
+        for (int g = 0; g < n_groups; g++) {
+            const int64_t r = r0 + (int64_t)g * TILE;
+            qm_tile((const char *)pack + g * gbytes, at, stride, ds, nb, nt, y + (size_t)t0 * y_stride + (size_t)r,
+                    y_stride, (__mmask16)((1u << INF_MIN(TILE, r1 - r)) - 1));
+        }
+    }
+    _tile_release();
+}
+
+/* ------------------------------------------------------------------ entry */
+
 size_t inf_amx_kquant_pack_bytes(inf_dtype type, int64_t cols) {
+    if (is_q81(type)) return qm_pack_bytes(cols);
     return pack_groups_bytes(type, cols) + TILE * inf_act_row_bytes_quant(type, cols);
 }
 
 void inf_amx_kquant_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                          void *pack) {
+    if (is_q81(w->type)) {
+        q81_gemm(w, a, r0, r1, y, y_stride, pack);
+        return;
+    }
     const int64_t nb = w->cols / INF_QK_K;
     const size_t bbytes = block_bytes(w->type), gbytes = (size_t)nb * bbytes;
     const size_t stride = inf_act_row_bytes_quant(w->type, w->cols);

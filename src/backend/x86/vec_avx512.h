@@ -1,8 +1,8 @@
 /*
  * vec_avx512.h — small AVX-512 helpers shared by the *_avx512.c and
- * *_amx.c kernels: a vector expf, a transposing horizontal sum, and two
- * packing helpers of the gemms. Include only from files built with the
- * AVX-512 flags.
+ * *_amx.c kernels: a vector expf, a transposing horizontal sum, two
+ * packing helpers of the gemms and the AMX gemms' store of a token tile.
+ * Include only from files built with the AVX-512 flags.
  */
 #ifndef INF_VEC_AVX512_H
 #define INF_VEC_AVX512_H
@@ -11,6 +11,7 @@
 
 #include <immintrin.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /* v[i] (16 int32 each) transposed in place: v[c] lane i = old v[i] lane c
  * (matmul_avx512.c). */
@@ -18,6 +19,19 @@ void inf_avx512_transpose16(__m512i v[16]);
 /* The signed values of blocks w0 and w1 (has2 false: zeros) of a Q4_0,
  * Q5_0 or IQ4_NL row, in element order (quant_avx512.c). */
 __m512i inf_avx512_values_pair(inf_dtype type, const char *w0, const char *w1, bool has2);
+
+/* A token tile's 16-row sums (lo: tokens 0-7, hi: 8-15) into y[t * y_stride],
+ * the rows set in `rows`, for its nt tokens (the AMX gemms' 16 x 16 tiles,
+ * whose sums stay in registers: two arrays of 8, which GCC keeps there). */
+static inline __attribute__((always_inline)) void inf_avx512_store_tile_sums(float *y, size_t y_stride, __mmask16 rows,
+                                                                             int nt, const __m512 lo[8],
+                                                                             const __m512 hi[8]) {
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < 8; t++) {
+        if (t < nt) _mm512_mask_storeu_ps(y + (size_t)t * y_stride, rows, lo[t]);
+        if (t + 8 < nt) _mm512_mask_storeu_ps(y + (size_t)(t + 8) * y_stride, rows, hi[t]);
+    }
+}
 
 /* e^x on 16 lanes, within 2 ulp of expf for finite results: x = n ln2 + r
  * with |r| <= ln2/2 (ln2 split in two for an exact reduction), e^r by

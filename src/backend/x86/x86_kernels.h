@@ -119,10 +119,11 @@ size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 void inf_avx512_qgemm32(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys,
                         void *pack);
 size_t inf_avx512_qgemm32_pack_bytes(int64_t cols);
-/* Its pack of rows [r0, r1) (r1 - r0 <= INF_X86_GEMM_ROWS): per group of
- * 16 rows (missing rows zeros) and block, INF_QB_BLOCK bytes: [8 quads]
- * [16 rows][4] int8 values, then [16] int32 128 * Σ values, [16] f32 d,
- * [16] f32 m (the min, 0 but for Q4_1/Q5_1); groups nb blocks apart. */
+/* Its pack of rows [r0, r1) (r1 - r0 <= INF_X86_GEMM_ROWS), also the AMX
+ * Q4_1/Q5_1 tiles': per group of 16 rows (missing rows zeros) and block,
+ * INF_QB_BLOCK bytes: [8 quads][16 rows][4] int8 values (the B tile of the
+ * block), then [16] int32 128 * Σ values, [16] f32 d, [16] f32 m (the
+ * min, 0 but for Q4_1/Q5_1); groups nb blocks apart. */
 enum { INF_QB_CORR = 512, INF_QB_D = 576, INF_QB_M = 640, INF_QB_BLOCK = 704 };
 void inf_avx512_qgemm32_pack(const inf_weight *w, int64_t r0, int64_t r1, void *pack);
 /* The super-block gemm's weight unpacker, for the AMX tiles' pack: a
@@ -134,14 +135,16 @@ void inf_avx512_qgemm32_pack(const inf_weight *w, int64_t r0, int64_t r1, void *
 void inf_avx512_unpack_kquant(inf_dtype type, const char *blk, uint8_t codes[256], int32_t scale[16],
                               int32_t coef[16], float *d, float *dmin);
 
-/* ---- avx512+amx: avx512's table with the gemm on AMX tiles (Q8_0 and BF16;
- * other types, and BF16 rows under 16 columns, run avx512's gemm). */
+/* ---- avx512+amx: avx512's table with the gemm on AMX tiles (every type
+ * but F32 and F16, from a type's token threshold; other products, and
+ * BF16 rows under 16 columns, run avx512's gemm). */
 void inf_amx_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
 void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                   void *pack);
 size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols);
-/* The super-block types' part of it (quant_amx.c): whether the tiles run
- * an n-token product of the type, the gemm, and its pack's bytes. */
+/* The super-block types' and Q4_1/Q5_1's part of it (quant_amx.c): whether
+ * the tiles run an n-token product of the type, the gemm, and its pack's
+ * bytes. */
 bool inf_amx_kquant_takes(inf_dtype type, int n);
 void inf_amx_kquant_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                          void *pack);
