@@ -39,7 +39,9 @@
  * earlier positions from the prefix cache). The same budgets hold for
  * both.
  *
- * Set INFERNO_GOLDEN_THREADS to run with another thread count.
+ * Set INFERNO_GOLDEN_THREADS to run with another thread count, and
+ * INFERNO_GOLDEN_NO_REPACK=1 to load the weights without repacking
+ * (inf_load_options.no_repack: the matvecs' file-layout paths).
  */
 #include "harness.h"
 #include "inferno.h"
@@ -330,6 +332,7 @@ static void run_case(const budget *b, const char *prompt, inf_kv_type kv_type, e
     inf_load_options opt;
     inf_load_options_default(&opt);
     opt.n_threads = threads_from_env();
+    opt.no_repack = getenv("INFERNO_GOLDEN_NO_REPACK") != NULL;
     opt.kv_type = kv_type;
     inf_error err = {0};
     snprintf(path_buf, sizeof path_buf, GOLDEN_DIR "%s.gguf", b->model);
