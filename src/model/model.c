@@ -18,6 +18,7 @@
 #include "backend/cpu.h"
 #include "core/common.h"
 #include "core/dtype.h"
+#include "io/gguf_split.h"
 #include "model/hf_checkpoint.h"
 #include "tok/tokenizer.h"
 
@@ -431,13 +432,14 @@ static void choose_kv_rotation(inf_model *m) {
     m->kv_rot_v = 64;
 }
 
-/* The weights and metadata: a GGUF file, or a checkpoint directory. */
+/* The weights and metadata: a GGUF file (all shards of a split one), or a
+ * checkpoint directory. */
 static inf_status open_weights(const char *path, const inf_load_options *opt, gguf_file **out, inf_error *err) {
     /* quantizing reads the file once into anonymous memory itself: map it */
     gguf_open_mode mode = opt->use_mmap || opt->quantize ? GGUF_OPEN_MMAP : GGUF_OPEN_READ;
     if (hf_checkpoint_is_dir(path))
         return hf_checkpoint_open(path, mode, opt->progress, opt->progress_user, out, err);
-    return gguf_open_progress(path, mode, opt->progress, opt->progress_user, out, err);
+    return gguf_open_split(path, mode, opt->progress, opt->progress_user, out, err);
 }
 
 /* The tokenizer: tokenizer.ggml.* of a GGUF, tokenizer.json of a directory;
