@@ -435,12 +435,39 @@ static void check_split_models(void) {
                 free(got);
             }
         }
+        /* the set read as one file is the unsplit file: its metadata
+         * (split.* dropped) and tensors in order, so writing it out again
+         * gives the unsplit file's bytes */
+        test_begin("split GGUF: read as one file, written again");
+        shard_path(p1, sizeof p1, prefix, 1, n);
+        snprintf(p2, sizeof p2, "%s/rewritten.gguf", tmpdir);
+        gguf_file *set = NULL;
+        gguf_writer *w = gguf_writer_new();
+        if (TEST_CHECK(w && gguf_open_split(p1, GGUF_OPEN_READ, NULL, NULL, &set, &err) == INF_OK, "open: %s", err.msg)) {
+            for (uint64_t i = 0; i < set->n_kv; i++) gguf_writer_set_value(w, set->kv[i].key.data, &set->kv[i].value);
+            for (uint64_t i = 0; i < set->n_tensors; i++) {
+                const gguf_tensor *t = &set->tensors[i];
+                gguf_writer_add_tensor(w, t->name.data, t->type, t->n_dims, t->ne, t->data);
+            }
+            size_t len_a = 0, len_b = 0;
+            char *a = NULL, *b = NULL;
+            TEST_CHECK(gguf_writer_write(w, p2, &err) == INF_OK && (a = test_read_file(whole, &len_a)) &&
+                           (b = test_read_file(p2, &len_b)) && len_a == len_b && !memcmp(a, b, len_a),
+                       "%d shards written as one file differ from the unsplit file (%zu vs %zu bytes)", n, len_b, len_a);
+            free(a);
+            free(b);
+        }
+        gguf_writer_free(w);
+        gguf_close(set);
         test_begin("split GGUF: the tokenizer and the chat template of any shard");
         shard_path(p1, sizeof p1, prefix, n, n);
         inf_tokenizer *tok = NULL;
         TEST_CHECK(inf_tokenizer_load(p1, &tok, &err) == INF_OK && inf_tokenizer_n_vocab(tok) == 512,
                    "tokenizer of %s: %s", p1, err.msg);
         inf_tokenizer_free(tok);
+        inf_chat_template *tmpl = NULL;
+        TEST_CHECK(inf_chat_template_load(p1, &tmpl, &err) == INF_OK, "chat template of %s: %s", p1, err.msg);
+        inf_chat_template_free(tmpl);
     }
 
     /* broken sets, each from a fresh 3-shard split */

@@ -185,8 +185,16 @@ static inf_status merge_shards(split_storage *s, uint64_t total, gguf_file **out
     f->storage_free = split_storage_free;
     f->version = first->version;
     f->alignment = first->alignment;
+    /* the metadata as the unsplit file has it: split.* dropped (as
+     * llama-quantize drops them), so what is written from f is one file */
     f->kv = first->kv;
-    f->n_kv = first->n_kv;
+    for (uint64_t i = 0; i < first->n_kv; i++) {
+        if (!strncmp(first->kv[i].key.data, "split.", 6)) {
+            gguf_kv_free(&first->kv[i]);
+            continue;
+        }
+        f->kv[f->n_kv++] = first->kv[i];
+    }
     first->kv = NULL;
     first->n_kv = 0;
     for (size_t i = 0; i < s->n; i++) {
@@ -267,17 +275,17 @@ inf_status gguf_open_split(const char *path, gguf_open_mode mode, void (*progres
     *out = NULL;
     int index, count;
     long digits_at = split_name_parse(path, &index, &count);
-    if (digits_at < 0 || count <= 1) return open_single(path, mode, progress, progress_user, out, err);
+    if (digits_at < 0 || count < 1) return open_single(path, mode, progress, progress_user, out, err);
     /* the name says shard K of N; the file says whether it is one */
     gguf_file *probe = NULL;
     inf_status st = gguf_open(path, GGUF_OPEN_METADATA_ONLY, &probe, err);
     if (st) return st;
     int64_t probe_count = 0, probe_no = -1;
     st = split_key(probe, "split.count", true, SPLIT_MAX_SHARDS, &probe_count, err);
-    if (!st && probe_count > 1) st = split_key(probe, "split.no", false, SPLIT_MAX_SHARDS, &probe_no, err);
+    if (!st && probe_count > 0) st = split_key(probe, "split.no", false, SPLIT_MAX_SHARDS, &probe_no, err);
     gguf_close(probe);
     if (st) return st;
-    if (probe_count <= 1) return open_single(path, mode, progress, progress_user, out, err); /* a whole model */
+    if (probe_count == 0) return open_single(path, mode, progress, progress_user, out, err); /* a whole model */
     if (probe_count != count || probe_no != index - 1)
         return inf_errorf(err, INF_ERR_FORMAT, "%s: split.no %lld and split.count %lld make it shard %lld of %lld, but "
                           "its name says %d of %d", path, (long long)probe_no, (long long)probe_count,

@@ -16,12 +16,12 @@
 
 /*
  * Opens path as gguf_open_progress does, unless its name ends in
- * -KKKKK-of-NNNNN.gguf with N > 1 and the file says split.count > 1: then
+ * -KKKKK-of-NNNNN.gguf and the file has split.count (N = 1 too): then
  * every shard (path with KKKKK replaced by 00001 .. NNNNN; any one of them
  * may be given) is opened in mode and the result is one gguf_file with the
- * first shard's metadata and path and all shards' tensors, in shard order,
- * whose data lies in each shard's mapping or buffer; gguf_close releases
- * all. Checked first: every shard exists (before any is read); each has
+ * first shard's metadata (its split.* keys dropped, so that it reads as the
+ * unsplit file) and path, and all shards' tensors in shard order, whose
+ * data lies in each shard's mapping or buffer; gguf_close releases all. Checked first: every shard exists (before any is read); each has
  * split.count N and its own split.no; no tensor is in two shards; the
  * tensors add up to the first shard's split.tensors.count. A file that
  * says split.count > 1 under any other name is refused (its shards cannot
