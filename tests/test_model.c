@@ -16,9 +16,12 @@
  *   - split GGUFs (llama.cpp's gguf-split layout, written by
  *     gguf_split_write): 1, 3 and 5 shards (the first with metadata only),
  *     named by their first or last shard, mapped or read, give the
- *     unsplit file's logits bit for bit; a missing shard, a wrong
- *     split.count or split.no, a tensor in two shards or in none, a shard
- *     under another name each fail with a one-line error naming the shard.
+ *     unsplit file's logits bit for bit, read as one file they are the
+ *     unsplit file byte for byte, and their tensors lie in the shards'
+ *     mappings or buffers (what repacking gives back); a missing shard, a
+ *     wrong split.count or split.no, a tensor in two shards or in none, a
+ *     shard under another name each fail with a one-line error naming the
+ *     shard.
  */
 #include "harness.h"
 #include "inferno.h"
@@ -449,6 +452,13 @@ static void check_split_models(void) {
                 const gguf_tensor *t = &set->tensors[i];
                 gguf_writer_add_tensor(w, t->name.data, t->type, t->n_dims, t->ne, t->data);
             }
+            /* where each tensor's data lies (the model gives back the pages
+             * of the matrices it repacks by this) */
+            bool owned = true;
+            for (uint64_t i = 0; i < set->n_tensors; i++)
+                owned = owned && gguf_data_owned(set, set->tensors[i].data, (size_t)set->tensors[i].nbytes) &&
+                        !gguf_data_mapped(set, set->tensors[i].data, 1);
+            TEST_CHECK(owned, "%d shards read: every tensor in a shard's buffer", n);
             size_t len_a = 0, len_b = 0;
             char *a = NULL, *b = NULL;
             TEST_CHECK(gguf_writer_write(w, p2, &err) == INF_OK && (a = test_read_file(whole, &len_a)) &&
@@ -458,6 +468,15 @@ static void check_split_models(void) {
             free(b);
         }
         gguf_writer_free(w);
+        gguf_close(set);
+        set = NULL;
+        if (TEST_CHECK(gguf_open_split(p1, GGUF_OPEN_MMAP, NULL, NULL, &set, &err) == INF_OK, "open: %s", err.msg)) {
+            bool mapped = true;
+            for (uint64_t i = 0; i < set->n_tensors; i++)
+                mapped = mapped && gguf_data_mapped(set, set->tensors[i].data, (size_t)set->tensors[i].nbytes) &&
+                         !gguf_data_owned(set, set->tensors[i].data, 1);
+            TEST_CHECK(mapped, "%d shards mapped: every tensor in a shard's mapping", n);
+        }
         gguf_close(set);
         test_begin("split GGUF: the tokenizer and the chat template of any shard");
         shard_path(p1, sizeof p1, prefix, n, n);

@@ -293,6 +293,31 @@ inf_status gguf_open_split(const char *path, gguf_open_mode mode, void (*progres
     return open_shards(path, (size_t)digits_at, count, mode, progress, progress_user, out, err);
 }
 
+static bool within(const void *p, size_t n, const void *base, size_t len) {
+    return base && (uintptr_t)p >= (uintptr_t)base && (uintptr_t)p + n <= (uintptr_t)base + len;
+}
+
+/* The shards behind a set gguf_open_split made, NULL for any other file. */
+static const split_storage *shards_of(const gguf_file *f) {
+    return f->storage_free == split_storage_free ? f->storage : NULL;
+}
+
+bool gguf_data_mapped(const gguf_file *f, const void *p, size_t n) {
+    const split_storage *s = shards_of(f);
+    if (within(p, n, f->map, f->map_bytes)) return true;
+    for (size_t i = 0; s && i < s->n; i++)
+        if (within(p, n, s->shards[i]->map, s->shards[i]->map_bytes)) return true;
+    return false;
+}
+
+bool gguf_data_owned(const gguf_file *f, const void *p, size_t n) {
+    const split_storage *s = shards_of(f);
+    if (within(p, n, f->buffer, (size_t)f->data_bytes)) return true;
+    for (size_t i = 0; s && i < s->n; i++)
+        if (within(p, n, s->shards[i]->buffer, (size_t)s->shards[i]->data_bytes)) return true;
+    return false;
+}
+
 /* ------------------------------------------------------------------ writer */
 
 static void set_u16(gguf_writer *w, const char *key, uint64_t v) {

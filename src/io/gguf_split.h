@@ -32,6 +32,15 @@ inf_status gguf_open_split(const char *path, gguf_open_mode mode, void (*progres
                            void *progress_user, gguf_file **out, inf_error *err);
 
 /*
+ * Whether [p, p + n) lies in f's mapped file data, or in the anonymous
+ * copy f owns (GGUF_OPEN_READ), looking into every shard of a split set.
+ * Storage that other readers built a gguf_file over (a Hugging Face
+ * directory's shards) is neither.
+ */
+bool gguf_data_mapped(const gguf_file *f, const void *p, size_t n);
+bool gguf_data_owned(const gguf_file *f, const void *p, size_t n);
+
+/*
  * Writes src (opened with data) as gguf-split --split does: shards of at
  * most max_tensors tensors each in src's tensor order, named
  * PREFIX-00001-of-0000N.gguf ..., the first with all of src's metadata

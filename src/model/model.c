@@ -382,9 +382,9 @@ static void pack_weights(inf_model *m) {
         inf_weight *w = matrix_at(m, i);
         if (!b->weight_pack(b, w)) continue;
         const size_t n = (size_t)w->rows * w->row_bytes;
-        if (within(w->data, n, f->map, f->map_bytes)) {
+        if (gguf_data_mapped(f, w->data, n)) { /* every shard's mapping, for a split GGUF */
             release_pages(w->data, n);
-        } else if (w->data != m->token_embd.data && (within(w->data, n, f->buffer, f->data_bytes) ||
+        } else if (w->data != m->token_embd.data && (gguf_data_owned(f, w->data, n) ||
                                                      within(w->data, n, m->quant_arena, m->quant_arena_bytes))) {
             release_pages(w->data, n);
             w->data = NULL;
