@@ -8,6 +8,7 @@
 #   make kernel-tests     the backend alone and its tests (no cJSON etc.)
 #   make build/attn_bench decode attention, contiguous vs paged KV (bench/attn_bench.c)
 #   make build/gguf_to_hf a synthetic GGUF as a Hugging Face directory (scripts/synth-hf.sh)
+#   make build/gguf_split a GGUF split as llama.cpp's gguf-split does (bench/gguf_split.c)
 #   make CC=aarch64-linux-gnu-gcc BUILD=build-arm64 kernel-tests
 #                         an arm64 cross build (scripts/check-arm64.sh)
 #   make CC=clang BUILD=build-clang tests
@@ -191,7 +192,7 @@ $(BUILD)/fuzz_server_%: tests/fuzz/fuzz_server_%.c tests/fuzz/fuzz_common.h $(BU
 	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -Itests/fuzz $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno-server.a \
 	    $(BUILD)/libinferno.a $(LDLIBS) $(SERVER_LDLIBS) $(INF_LDLIBS)
 
-tests: $(TEST_BIN) $(BUILD)/inferno
+tests: $(TEST_BIN) $(BUILD)/inferno $(BUILD)/gguf_split
 
 fuzz-targets: $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
 
@@ -201,6 +202,10 @@ $(BUILD)/attn_bench: bench/attn_bench.c $(BUILD)/libinferno-kernels.a
 
 # A synthetic GGUF as a Hugging Face checkpoint directory (not a test; scripts/synth-hf.sh).
 $(BUILD)/gguf_to_hf: bench/gguf_to_hf.c $(BUILD)/libinferno.a
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
+
+# A GGUF split as llama.cpp's gguf-split does (the CLI tests use it: bad_input.sh, pull.sh).
+$(BUILD)/gguf_split: bench/gguf_split.c $(BUILD)/libinferno.a
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
 
 kernel-tests: $(KERNEL_TESTS:%=$(BUILD)/kernel-tests/%)

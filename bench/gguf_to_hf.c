@@ -14,7 +14,7 @@
  * of the library: a bench helper (scripts/synth-hf.sh runs it).
  */
 #include "inferno.h"
-#include "io/gguf.h"
+#include "io/gguf_split.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +73,7 @@ int main(int argc, char **argv) {
     const char *in = argv[1], *dir = argv[2], *tok_dir = argc > 3 ? argv[3] : "data/qwen3-tokenizer";
     gguf_file *g = NULL;
     inf_error err = {0};
-    if (gguf_open(in, GGUF_OPEN_MMAP, &g, &err)) {
+    if (gguf_open_split(in, GGUF_OPEN_MMAP, NULL, NULL, &g, &err)) {
         fprintf(stderr, "gguf_to_hf: %s\n", err.msg);
         return 1;
     }

@@ -12,11 +12,21 @@
  *     without its Hadamard rotations) the logits of one-pass prefill equal
  *     those of token-by-token decode;
  *   - session rules: context full leaves the session unchanged, bad ids are
- *     refused, truncate + re-eval reproduces the logits.
+ *     refused, truncate + re-eval reproduces the logits;
+ *   - split GGUFs (llama.cpp's gguf-split layout, written by
+ *     gguf_split_write): 1, 3 and 5 shards (the first with metadata only),
+ *     named by their first or last shard, mapped or read, give the
+ *     unsplit file's logits bit for bit, read as one file they are the
+ *     unsplit file byte for byte, and their tensors lie in the shards'
+ *     mappings or buffers (what repacking gives back); a missing shard, a
+ *     wrong split.count or split.no, a tensor in two shards or in none, a
+ *     shard under another name each fail with a one-line error naming the
+ *     shard.
  */
 #include "harness.h"
 #include "inferno.h"
 #include "tiny_model.h"
+#include "io/gguf_split.h"
 #include "model/synth.h"
 
 #include <math.h>
@@ -304,6 +314,230 @@ static void check_session_rules(void) {
     unlink(path);
 }
 
+/* ------------------------------------------------------------ split GGUF */
+
+/* The last-token logits of ids through the model at path, or NULL (the
+ * check that failed is counted). */
+static float *split_logits(const char *path, bool mmap, const int32_t *ids, int n, int *n_vocab) {
+    inf_load_options lo;
+    inf_load_options_default(&lo);
+    lo.use_mmap = mmap;
+    lo.n_threads = 1;
+    inf_model *m = NULL;
+    inf_session *s = NULL;
+    inf_error err = {0};
+    float *logits = NULL;
+    if (TEST_CHECK(inf_model_load(path, &lo, &m, &err) == INF_OK, "load %s: %s", path, err.msg) &&
+        TEST_CHECK(inf_session_new(m, n + 1, &s, &err) == INF_OK, "session: %s", err.msg)) {
+        inf_model_info info;
+        inf_model_get_info(m, &info);
+        *n_vocab = info.n_vocab;
+        logits = malloc((size_t)info.n_vocab * sizeof *logits);
+        if (!TEST_CHECK(logits && inf_session_eval(s, ids, n, INF_LOGITS_LAST, logits, &err) == INF_OK, "eval: %s",
+                        err.msg)) {
+            free(logits);
+            logits = NULL;
+        }
+    }
+    inf_session_free(s);
+    inf_model_free(m);
+    return logits;
+}
+
+static void shard_path(char *out, size_t cap, const char *prefix, int k, int n) {
+    snprintf(out, cap, "%s-%05d-of-%05d.gguf", prefix, k, n);
+}
+
+/* Rewrites the shard at path with one change (a broken shard llama.cpp's
+ * gguf-split would not write). */
+typedef struct shard_edit {
+    const char *drop_key;        /* this metadata key left out */
+    int split_count;             /* > 0: split.count written as this */
+    bool drop_last_tensor;
+    const char *extra_from;      /* with extra_tensor: that tensor of this file added */
+    const char *extra_tensor;
+} shard_edit;
+
+static bool rewrite_shard(const char *path, const shard_edit *e) {
+    gguf_file *f = NULL, *x = NULL;
+    gguf_writer *w = gguf_writer_new();
+    inf_error err = {0};
+    bool ok = w && gguf_open(path, GGUF_OPEN_READ, &f, &err) == INF_OK &&
+              (!e->extra_from || gguf_open(e->extra_from, GGUF_OPEN_READ, &x, &err) == INF_OK);
+    for (uint64_t i = 0; ok && i < f->n_kv; i++) {
+        const char *key = f->kv[i].key.data;
+        if (e->drop_key && !strcmp(key, e->drop_key)) continue;
+        gguf_value v = f->kv[i].value;
+        if (e->split_count > 0 && !strcmp(key, "split.count")) v.u64 = (uint64_t)e->split_count;
+        gguf_writer_set_value(w, key, &v);
+    }
+    for (uint64_t i = 0; ok && i < f->n_tensors - (e->drop_last_tensor ? 1 : 0); i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        gguf_writer_add_tensor(w, t->name.data, t->type, t->n_dims, t->ne, t->data);
+    }
+    const gguf_tensor *t = ok && x ? gguf_find_tensor(x, e->extra_tensor) : NULL;
+    if (t) gguf_writer_add_tensor(w, t->name.data, t->type, t->n_dims, t->ne, t->data);
+    ok = ok && (!x || t) && gguf_writer_write(w, path, &err) == INF_OK;
+    TEST_CHECK(ok, "rewriting %s: %s", path, err.msg);
+    gguf_writer_free(w);
+    gguf_close(f);
+    gguf_close(x);
+    return ok;
+}
+
+/* Loading path fails with a one-line error holding want (and want2). */
+static void expect_split_error(const char *what, const char *path, const char *want, const char *want2) {
+    test_begin(what);
+    inf_model *m = NULL;
+    inf_error err = {0};
+    inf_status st = inf_model_load(path, NULL, &m, &err);
+    TEST_CHECK(st != INF_OK && !m, "%s: loaded", what);
+    TEST_CHECK(strstr(err.msg, want) && (!want2 || strstr(err.msg, want2)) && !strchr(err.msg, '\n'),
+               "%s: '%s' does not hold '%s'%s%s in one line", what, err.msg, want, want2 ? " and " : "",
+               want2 ? want2 : "");
+    printf("  %s: %s\n", what, err.msg);
+    inf_model_free(m);
+}
+
+static void check_split_models(void) {
+    test_begin("split GGUF");
+    inf_synth_options o;
+    tiny_options(&o);
+    o.weight_type = INF_DTYPE_Q8_0;
+    char whole[256], prefix[256], p1[300], p2[300], p3[300];
+    snprintf(whole, sizeof whole, "%s/whole.gguf", tmpdir);
+    inf_error err = {0};
+    if (!TEST_CHECK(inf_synth_write(&o, whole, &err) == INF_OK, "synth: %s", err.msg)) return;
+    const int32_t ids[] = {97, 11, 187, 0, 42, 300, 7, 19};
+    const int n_ids = (int)(sizeof ids / sizeof ids[0]);
+    int V = 0, V2 = 0;
+    float *want = split_logits(whole, true, ids, n_ids, &V);
+    gguf_file *src = NULL;
+    if (!want || !TEST_CHECK(gguf_open(whole, GGUF_OPEN_MMAP, &src, &err) == INF_OK, "open: %s", err.msg)) {
+        free(want);
+        return;
+    }
+    /* 24 tensors (2 layers, tied): 3 shards of 10, 10 and 4; 5 shards of
+     * which the first holds only metadata; one shard of all */
+    static const struct { uint64_t max_tensors; bool no_tensors_first; int n_shards; } layouts[] = {
+        {10, false, 3}, {6, true, 5}, {100, false, 1}};
+    for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+        snprintf(prefix, sizeof prefix, "%s/layout%zu", tmpdir, l);
+        int n = 0;
+        if (!TEST_CHECK(gguf_split_write(src, layouts[l].max_tensors, layouts[l].no_tensors_first, prefix, &n, &err) ==
+                            INF_OK && n == layouts[l].n_shards,
+                        "split into %d: %s (%d shards)", layouts[l].n_shards, err.msg, n))
+            continue;
+        for (int given = 1; given <= n; given += n > 1 ? n - 1 : 1) {
+            shard_path(p1, sizeof p1, prefix, given, n);
+            for (int mapped = 0; mapped < 2; mapped++) {
+                float *got = split_logits(p1, mapped, ids, n_ids, &V2);
+                TEST_CHECK(got && V2 == V && !memcmp(got, want, (size_t)V * sizeof *got),
+                           "%d shards, named by shard %d, %s: logits differ from the unsplit file's", n, given,
+                           mapped ? "mapped" : "read");
+                free(got);
+            }
+        }
+        /* the set read as one file is the unsplit file: its metadata
+         * (split.* dropped) and tensors in order, so writing it out again
+         * gives the unsplit file's bytes */
+        test_begin("split GGUF: read as one file, written again");
+        shard_path(p1, sizeof p1, prefix, 1, n);
+        snprintf(p2, sizeof p2, "%s/rewritten.gguf", tmpdir);
+        gguf_file *set = NULL;
+        gguf_writer *w = gguf_writer_new();
+        if (TEST_CHECK(w && gguf_open_split(p1, GGUF_OPEN_READ, NULL, NULL, &set, &err) == INF_OK, "open: %s", err.msg)) {
+            for (uint64_t i = 0; i < set->n_kv; i++) gguf_writer_set_value(w, set->kv[i].key.data, &set->kv[i].value);
+            for (uint64_t i = 0; i < set->n_tensors; i++) {
+                const gguf_tensor *t = &set->tensors[i];
+                gguf_writer_add_tensor(w, t->name.data, t->type, t->n_dims, t->ne, t->data);
+            }
+            /* where each tensor's data lies (the model gives back the pages
+             * of the matrices it repacks by this) */
+            bool owned = true;
+            for (uint64_t i = 0; i < set->n_tensors; i++)
+                owned = owned && gguf_data_owned(set, set->tensors[i].data, (size_t)set->tensors[i].nbytes) &&
+                        !gguf_data_mapped(set, set->tensors[i].data, 1);
+            TEST_CHECK(owned, "%d shards read: every tensor in a shard's buffer", n);
+            size_t len_a = 0, len_b = 0;
+            char *a = NULL, *b = NULL;
+            TEST_CHECK(gguf_writer_write(w, p2, &err) == INF_OK && (a = test_read_file(whole, &len_a)) &&
+                           (b = test_read_file(p2, &len_b)) && len_a == len_b && !memcmp(a, b, len_a),
+                       "%d shards written as one file differ from the unsplit file (%zu vs %zu bytes)", n, len_b, len_a);
+            free(a);
+            free(b);
+        }
+        gguf_writer_free(w);
+        gguf_close(set);
+        set = NULL;
+        if (TEST_CHECK(gguf_open_split(p1, GGUF_OPEN_MMAP, NULL, NULL, &set, &err) == INF_OK, "open: %s", err.msg)) {
+            bool mapped = true;
+            for (uint64_t i = 0; i < set->n_tensors; i++)
+                mapped = mapped && gguf_data_mapped(set, set->tensors[i].data, (size_t)set->tensors[i].nbytes) &&
+                         !gguf_data_owned(set, set->tensors[i].data, 1);
+            TEST_CHECK(mapped, "%d shards mapped: every tensor in a shard's mapping", n);
+        }
+        gguf_close(set);
+        test_begin("split GGUF: the tokenizer and the chat template of any shard");
+        shard_path(p1, sizeof p1, prefix, n, n);
+        inf_tokenizer *tok = NULL;
+        TEST_CHECK(inf_tokenizer_load(p1, &tok, &err) == INF_OK && inf_tokenizer_n_vocab(tok) == 512,
+                   "tokenizer of %s: %s", p1, err.msg);
+        inf_tokenizer_free(tok);
+        inf_chat_template *tmpl = NULL;
+        TEST_CHECK(inf_chat_template_load(p1, &tmpl, &err) == INF_OK, "chat template of %s: %s", p1, err.msg);
+        inf_chat_template_free(tmpl);
+    }
+
+    /* broken sets, each from a fresh 3-shard split */
+    snprintf(prefix, sizeof prefix, "%s/bad", tmpdir);
+    shard_path(p1, sizeof p1, prefix, 1, 3);
+    shard_path(p2, sizeof p2, prefix, 2, 3);
+    shard_path(p3, sizeof p3, prefix, 3, 3);
+#define FRESH_SPLIT() TEST_CHECK(gguf_split_write(src, 10, false, prefix, NULL, &err) == INF_OK, "split: %s", err.msg)
+    if (FRESH_SPLIT() && unlink(p3) == 0)
+        expect_split_error("split GGUF: a missing shard", p1, "bad-00003-of-00003.gguf: cannot open shard 3 of 3", NULL);
+    if (FRESH_SPLIT() && rewrite_shard(p2, &(shard_edit){.split_count = 4}))
+        expect_split_error("split GGUF: a wrong split.count", p1, "bad-00002-of-00003.gguf: split.count is 4",
+                           "name says 3 shards");
+    if (FRESH_SPLIT() && rewrite_shard(p2, &(shard_edit){.extra_from = p1, .extra_tensor = "token_embd.weight"}))
+        expect_split_error("split GGUF: a tensor in two shards", p3,
+                           "bad-00002-of-00003.gguf: tensor 'token_embd.weight' is also in", "bad-00001-of-00003.gguf");
+    if (FRESH_SPLIT() && rewrite_shard(p3, &(shard_edit){.drop_last_tensor = true}))
+        expect_split_error("split GGUF: a tensor in no shard", p1, "bad-00001-of-00003.gguf: split.tensors.count is 24",
+                           "3 shards hold 23 tensors");
+    if (FRESH_SPLIT() && rewrite_shard(p1, &(shard_edit){.drop_key = "split.tensors.count"}))
+        expect_split_error("split GGUF: no split.tensors.count", p2, "bad-00001-of-00003.gguf",
+                           "missing metadata key 'split.tensors.count'");
+    if (FRESH_SPLIT() && rewrite_shard(p3, &(shard_edit){.drop_key = "split.no"}))
+        expect_split_error("split GGUF: a shard without split.no", p1, "bad-00003-of-00003.gguf",
+                           "missing metadata key 'split.no'");
+    char renamed[300];
+    snprintf(renamed, sizeof renamed, "%s/renamed.gguf", tmpdir);
+    if (FRESH_SPLIT() && rename(p2, renamed) == 0 && rename(p3, p2) == 0 && rename(renamed, p3) == 0) {
+        expect_split_error("split GGUF: two shards swapped", p1, "bad-00002-of-00003.gguf: split.no is 2",
+                           "shard 2 of 3");
+        expect_split_error("split GGUF: named by a swapped shard", p2, "bad-00002-of-00003.gguf: split.no 2",
+                           "its name says 2 of 3");
+    }
+    if (FRESH_SPLIT() && rename(p1, renamed) == 0) {
+        expect_split_error("split GGUF: a shard under another name", renamed, "split.count is 3, so this is one shard",
+                           "-00001-of-00003.gguf");
+    }
+#undef FRESH_SPLIT
+    /* a whole model under a shard's name is a whole model */
+    test_begin("split GGUF: a whole model named like a shard");
+    snprintf(prefix, sizeof prefix, "%s/named", tmpdir);
+    shard_path(p1, sizeof p1, prefix, 1, 2);
+    if (TEST_CHECK(rename(whole, p1) == 0, "rename")) {
+        float *got = split_logits(p1, true, ids, n_ids, &V2);
+        TEST_CHECK(got && V2 == V && !memcmp(got, want, (size_t)V * sizeof *got), "logits of the renamed file");
+        free(got);
+    }
+    gguf_close(src);
+    free(want);
+}
+
 int main(void) {
     if (!(tmpdir = test_tmpdir("test-model"))) return 1;
     check_bad_models();
@@ -340,6 +574,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof geometries / sizeof geometries[0]; i++)
         check_prefill_equals_decode(&geometries[i]);
     check_session_rules();
+    check_split_models();
     test_tmpdir_remove();
     return test_summary();
 }

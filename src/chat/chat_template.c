@@ -31,6 +31,7 @@
 
 #include "chat/qwen3_template.h"
 #include "core/common.h"
+#include "io/gguf_split.h"
 #include "json/json_value.h"
 
 #include <stdint.h>
@@ -181,7 +182,7 @@ inf_status inf_chat_template_load(const char *path, inf_chat_template **out, inf
     fclose(f);
     if (got == sizeof magic && !memcmp(magic, GGUF_MAGIC, 4)) {
         gguf_file *g = NULL;
-        inf_status st = gguf_open(path, GGUF_OPEN_METADATA_ONLY, &g, err);
+        inf_status st = gguf_open_split(path, GGUF_OPEN_METADATA_ONLY, NULL, NULL, &g, err);
         if (st != INF_OK) return st;
         st = inf_chat_template_from_gguf(g, out, err);
         gguf_close(g);

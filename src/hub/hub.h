@@ -118,11 +118,11 @@ bool hub_snapshot_link(const char *repo_dir, const char *commit, const char *fil
 /* mkdir -p */
 bool hub_mkdirs(const char *dir, hub_error *err);
 
-/* What -m ORG/NAME[:TAG] means, offline: the cached GGUF the tag names, or
- * without a tag and without GGUFs the snapshot folder (a safetensors
- * checkpoint). *path is malloc'd. Errors say what to run (not pulled; tag
- * not cached, listing the cached tags; a split GGUF, which inferno does not
- * load yet). */
+/* What -m ORG/NAME[:TAG] means, offline: the cached GGUF the tag names (the
+ * first part of a split one, when every part is cached), or without a tag
+ * and without GGUFs the snapshot folder (a safetensors checkpoint). *path
+ * is malloc'd. Errors say what to run (not pulled; tag not cached, listing
+ * the cached tags; a part of a split GGUF missing). */
 bool hub_resolve_cached(const char *repo, const char *tag, char **path, hub_error *err);
 
 /* ---- the network (hub_http.c, libcurl) ---- */

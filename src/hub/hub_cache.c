@@ -215,17 +215,22 @@ bool hub_resolve_cached(const char *repo, const char *tag, char **path, hub_erro
     bool ok = true;
     char found[HUB_PATH_MAX];
     if (chosen >= 0) {
-        size_t parts[1];
-        hub_gguf_name name;
-        hub_gguf_name_parse(files[chosen], &name);
-        if (name.count > 1)
-            ok = hub_fail(err, "%s%s%s is a GGUF split in %d parts (%s); inferno does not load split GGUFs yet "
-                      "(llama-gguf-split --merge makes one file)", repo, colon, tag, name.count, files[chosen]);
-        else if (hub_gguf_parts(names, n, chosen, parts, 1) != 1 || !path_join(found, "%s/%s", snapshot, files[chosen]))
+        /* a split GGUF: its first part, which the loader opens with the
+         * others beside it (io/gguf_split.c), once every part is here */
+        size_t *parts = malloc(n * sizeof *parts), n_parts = parts ? hub_gguf_parts(names, n, chosen, parts, n) : 0;
+        char part[HUB_PATH_MAX];
+        if (!parts)
+            ok = hub_fail(err, "out of memory");
+        else if (n_parts == 0)
+            ok = hub_fail(err, "%s%s%s: the cache holds only some of the %zu parts of %s; run: inferno pull %s%s%s", repo,
+                          colon, tag, parts[0], files[chosen], repo, colon, tag);
+        else if (!path_join(found, "%s/%s", snapshot, files[chosen]))
             ok = hub_fail(err, "%s: cannot use %s", repo, files[chosen]);
-        else if (stat(found, &st) != 0)
-            ok = hub_fail(err, "%s: %s in the cache points to a missing blob; run: inferno pull %s%s%s", repo, files[chosen],
-                      repo, colon, tag);
+        for (size_t i = 0; ok && i < n_parts; i++)
+            if (!path_join(part, "%s/%s", snapshot, files[parts[i]]) || stat(part, &st) != 0)
+                ok = hub_fail(err, "%s: %s in the cache points to a missing blob; run: inferno pull %s%s%s", repo,
+                              files[parts[i]], repo, colon, tag);
+        free(parts);
     } else if (*tag) {
         char tags[256];
         hub_gguf_tags(names, n, tags, sizeof tags);

@@ -322,12 +322,15 @@ static inf_status cur_value(cursor *c, gguf_type type, gguf_value *v, int depth)
 
 /* ------------------------------------------------------------------ reader: file */
 
+void gguf_kv_free(gguf_kv *kv) {
+    free(kv->key.data);
+    kv->key = (gguf_string){0};
+    value_free(&kv->value);
+}
+
 static void file_free(gguf_file *f) {
     if (!f) return;
-    for (uint64_t i = 0; i < f->n_kv; i++) {
-        free(f->kv[i].key.data);
-        value_free(&f->kv[i].value);
-    }
+    for (uint64_t i = 0; i < f->n_kv; i++) gguf_kv_free(&f->kv[i]);
     free(f->kv);
     for (uint64_t i = 0; i < f->n_tensors; i++) free(f->tensors[i].name.data);
     free(f->tensors);

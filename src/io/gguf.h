@@ -115,6 +115,8 @@ inf_status gguf_open(const char *path, gguf_open_mode mode, gguf_file **out, inf
 inf_status gguf_open_progress(const char *path, gguf_open_mode mode, void (*progress)(double fraction, void *user),
                               void *progress_user, gguf_file **out, inf_error *err);
 void gguf_close(gguf_file *f);
+/* Frees one metadata entry's key and value (for code that edits kv[]). */
+void gguf_kv_free(gguf_kv *kv);
 
 const gguf_kv *gguf_find(const gguf_file *f, const char *key);
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);

@@ -18,6 +18,7 @@
 #include "backend/cpu.h"
 #include "core/common.h"
 #include "core/dtype.h"
+#include "io/gguf_split.h"
 #include "model/hf_checkpoint.h"
 #include "tok/tokenizer.h"
 
@@ -381,9 +382,9 @@ static void pack_weights(inf_model *m) {
         inf_weight *w = matrix_at(m, i);
         if (!b->weight_pack(b, w)) continue;
         const size_t n = (size_t)w->rows * w->row_bytes;
-        if (within(w->data, n, f->map, f->map_bytes)) {
+        if (gguf_data_mapped(f, w->data, n)) { /* every shard's mapping, for a split GGUF */
             release_pages(w->data, n);
-        } else if (w->data != m->token_embd.data && (within(w->data, n, f->buffer, f->data_bytes) ||
+        } else if (w->data != m->token_embd.data && (gguf_data_owned(f, w->data, n) ||
                                                      within(w->data, n, m->quant_arena, m->quant_arena_bytes))) {
             release_pages(w->data, n);
             w->data = NULL;
@@ -431,13 +432,14 @@ static void choose_kv_rotation(inf_model *m) {
     m->kv_rot_v = 64;
 }
 
-/* The weights and metadata: a GGUF file, or a checkpoint directory. */
+/* The weights and metadata: a GGUF file (all shards of a split one), or a
+ * checkpoint directory. */
 static inf_status open_weights(const char *path, const inf_load_options *opt, gguf_file **out, inf_error *err) {
     /* quantizing reads the file once into anonymous memory itself: map it */
     gguf_open_mode mode = opt->use_mmap || opt->quantize ? GGUF_OPEN_MMAP : GGUF_OPEN_READ;
     if (hf_checkpoint_is_dir(path))
         return hf_checkpoint_open(path, mode, opt->progress, opt->progress_user, out, err);
-    return gguf_open_progress(path, mode, opt->progress, opt->progress_user, out, err);
+    return gguf_open_split(path, mode, opt->progress, opt->progress_user, out, err);
 }
 
 /* The tokenizer: tokenizer.ggml.* of a GGUF, tokenizer.json of a directory;

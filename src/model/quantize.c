@@ -26,7 +26,7 @@
 #include "core/dtype.h"
 #include "core/pool.h"
 #include "core/quant.h"
-#include "io/gguf.h"
+#include "io/gguf_split.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +129,7 @@ inf_status inf_model_quantize(const char *in_path, const char *out_path, const c
                           "quantize: '%s' is not a mix inferno writes (q8_0, q4_0, q6_k, q4_k_m, q5_k_m)", mix_name);
     if (n_threads < 1) n_threads = 1;
     gguf_file *f = NULL;
-    inf_status st = gguf_open(in_path, GGUF_OPEN_MMAP, &f, err);
+    inf_status st = gguf_open_split(in_path, GGUF_OPEN_MMAP, NULL, NULL, &f, err);
     if (st) return st;
     gguf_writer *w = gguf_writer_new();
     inf_pool *pool = inf_pool_new(n_threads);

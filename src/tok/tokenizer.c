@@ -17,6 +17,7 @@
 #include "tok/tokenizer.h"
 
 #include "core/common.h"
+#include "io/gguf_split.h"
 #include "tok/pretokenize.h"
 #include "tok/vocab.h"
 
@@ -49,7 +50,7 @@ inf_status inf_tokenizer_load(const char *path, inf_tokenizer **out, inf_error *
     fclose(f);
     if (got == sizeof magic && !memcmp(magic, GGUF_MAGIC, 4)) {
         gguf_file *g;
-        inf_status st = gguf_open(path, GGUF_OPEN_METADATA_ONLY, &g, err);
+        inf_status st = gguf_open_split(path, GGUF_OPEN_METADATA_ONLY, NULL, NULL, &g, err);
         if (st) return st;
         st = inf_tokenizer_from_gguf(g, out, err);
         gguf_close(g);

@@ -3,7 +3,8 @@
 # 2 usage error), print exactly one line on stderr that names the problem,
 # and finish (every command runs under `timeout`: a hang fails the case).
 # Broken model files are made from a tiny synthetic model: cut short, bytes
-# overwritten (a count, a tensor type), the architecture renamed.
+# overwritten (a count, a tensor type), the architecture renamed, split
+# into shards of which one is missing, miscounted or repeats a tensor.
 # $INFERNO is the binary (set by scripts/run-tests.sh); run from the repo root.
 . tests/cli/lib.sh
 trap 'chmod -R u+rw "$tmp"; rm -rf "$tmp"' EXIT
@@ -71,6 +72,34 @@ expect 1 "iq2.gguf: tensor 'output_norm.weight' has type iq2_xxs" info -m "$tmp/
 if [ "$(id -u)" -ne 0 ]; then # root reads any file
     expect 1 "unreadable.gguf: cannot open: Permission denied" run -m "$tmp/unreadable.gguf" -p hi
 fi
+
+# split GGUFs, llama.cpp's gguf-split layout written by build/gguf_split: 13
+# tensors, 3 a shard, so shard 1 holds blk.0.attn_q and shard 2 blk.0.attn_k
+# (the loader's own table is in test_model.c)
+SPLIT="$(dirname "$INFERNO")/gguf_split"
+for case in good missing count dup; do
+    mkdir "$tmp/split-$case"
+    "$SPLIT" --split-max-tensors 3 "$M" "$tmp/split-$case/tiny" >/dev/null || bad "gguf_split $case"
+done
+S=tiny-00001-of-00005.gguf
+"$INFERNO" logits -m "$M" --tokens 1,2,3 >"$tmp/logits-whole" 2>&1
+"$INFERNO" logits -m "$tmp/split-good/tiny-00003-of-00005.gguf" --tokens 1,2,3 >"$tmp/logits-split" 2>&1
+check "a split GGUF named by shard 3 gives the unsplit file's logits" 'cmp -s "$tmp/logits-whole" "$tmp/logits-split"'
+rm "$tmp/split-missing/tiny-00004-of-00005.gguf"
+count_at=$(grep -obUa "split.count" "$tmp/split-count/tiny-00002-of-00005.gguf" | head -n 1 | cut -d: -f1)
+# the key, then its type (4 bytes), then the u16 value: 6
+printf '\006\000' | dd of="$tmp/split-count/tiny-00002-of-00005.gguf" bs=1 seek=$((count_at + 11 + 4)) conv=notrunc 2>/dev/null
+LC_ALL=C sed -i 's/blk\.0\.attn_k\.weight/blk.0.attn_q.weight/' "$tmp/split-dup/tiny-00002-of-00005.gguf"
+for cmd in run info; do
+    expect 1 "split-missing/tiny-00004-of-00005.gguf: cannot open shard 4 of 5: No such file" $cmd -m "$tmp/split-missing/$S"
+    expect 1 "split-count/tiny-00002-of-00005.gguf: split.count is 6, but the shard's name says 5 shards" \
+        $cmd -m "$tmp/split-count/$S"
+    expect 1 "split-dup/tiny-00002-of-00005.gguf: tensor 'blk.0.attn_q.weight' is also in .*split-dup/$S" \
+        $cmd -m "$tmp/split-dup/$S"
+done
+cp "$tmp/split-good/$S" "$tmp/shard1.gguf"
+expect 1 "shard1.gguf: split.count is 5, so this is one shard of a split GGUF, but its name does not end in -00001-of-00005.gguf" \
+    run -m "$tmp/shard1.gguf" -p hi
 
 # Hugging Face checkpoint directories (the loader's own table is in test_hf_checkpoint.c)
 mkdir "$tmp/hf-llama" "$tmp/hf-noweights" "$tmp/hf-badst" "$tmp/hf-badjson"

@@ -33,8 +33,10 @@ if ! "$INFERNO" synth -o "$g/tiny-Q8_0.gguf" $SYNTH --name tiny-q8 >"$tmp/synth.
     cp "$log" /tmp/pull-debug.log
 finish
 fi
-head -c 3000 /dev/urandom >"$g/tiny-BF16-00001-of-00002.gguf"
-head -c 2000 /dev/urandom >"$g/tiny-BF16-00002-of-00002.gguf"
+# a split GGUF: a BF16 model in llama.cpp's gguf-split layout (build/gguf_split)
+"$INFERNO" synth -o "$tmp/tiny-BF16.gguf" $SYNTH --type bf16 --name tiny-bf16 >>"$tmp/synth.log" 2>&1
+"$(dirname "$INFERNO")/gguf_split" --split-max-tensors 8 "$tmp/tiny-BF16.gguf" "$g/tiny-BF16" >>"$tmp/synth.log" 2>&1 ||
+    bad "gguf_split"
 head -c 100 /dev/urandom >"$g/mmproj-tiny-Q8_0.gguf"
 echo "# tiny" >"$g/README.md"
 "$INFERNO" synth -o "$root/test/flaky-GGUF/flaky-Q8_0.gguf" $SYNTH --seed 2 >>"$tmp/synth.log" 2>&1
@@ -180,11 +182,17 @@ pull_ok "pull without a tag" test/tiny-GGUF
 check "the default tag is Q8_0 here (no Q4_K_M)" '[ "$out" = "$tmp/hf-default/hub/models--test--tiny-GGUF/snapshots/$c/tiny-Q8_0.gguf" ]'
 fails_with "unknown tag lists the tags" 1 "no GGUF tagged Q2_K (tags: BF16, F16, Q8_0)" "$INFERNO" pull test/tiny-GGUF:Q2_K
 
-# ---- a split GGUF comes whole; -m refuses it plainly ----
+# ---- a split GGUF comes whole and -m loads every part ----
 pull_ok "pull a split GGUF" test/tiny-GGUF:bf16
 check "split: the path is part 1" '[ "$(basename "$out")" = "tiny-BF16-00001-of-00002.gguf" ]'
 check "split: both parts pulled" 'cmp -s "$(dirname "$out")/tiny-BF16-00002-of-00002.gguf" "$g/tiny-BF16-00002-of-00002.gguf"'
-fails_with "-m of a split GGUF" 1 "split in 2 parts" "$INFERNO" info -m test/tiny-GGUF:BF16
+check "-m of a split GGUF loads both parts" '"$INFERNO" info -m test/tiny-GGUF:BF16 2>&1 | grep -q "^name  *tiny-bf16"'
+"$INFERNO" logits -m "$tmp/tiny-BF16.gguf" --tokens 1,2,3 >"$tmp/logits-whole" 2>&1
+check "-m of a split GGUF: the unsplit file's logits" \
+    '"$INFERNO" logits -m test/tiny-GGUF:BF16 --tokens 1,2,3 2>&1 | cmp -s - "$tmp/logits-whole"'
+mv "$(dirname "$out")/tiny-BF16-00002-of-00002.gguf" "$tmp/part2"
+fails_with "-m of a split GGUF with a part missing" 1 "only some of the 2 parts" "$INFERNO" info -m test/tiny-GGUF:BF16
+mv "$tmp/part2" "$(dirname "$out")/tiny-BF16-00002-of-00002.gguf"
 
 # ---- a safetensors checkpoint ----
 pull_ok "pull a safetensors repository" test/tiny-st
