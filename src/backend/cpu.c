@@ -268,6 +268,16 @@ static void gemm_task(void *ctx, int task, int thread) {
     j->c->k->gemm(j->w, &j->act, r0, r1, j->y, (size_t)j->w->rows, j->c->tmp[thread].p);
 }
 
+/* A weight packed at load: split as the decode matvec splits (long
+ * contiguous row ranges, which the prefetchers stream), whole groups of
+ * 16; the gemm walks a range a panel at a time. */
+static void packed_task(void *ctx, int task, int thread) {
+    matmul_job *j = ctx;
+    int64_t r0, r1;
+    task_range(j->w->rows, j->tasks, task, 16, &r0, &r1);
+    if (r0 < r1) j->c->k->gemm(j->w, &j->act, r0, r1, j->y, (size_t)j->w->rows, j->c->tmp[thread].p);
+}
+
 /* The reference matmul threaded: one token by row ranges (each thread
  * rounds x into its own scratch), several by token ranges (each range
  * rounds into its own slice of the op's scratch). */
@@ -379,6 +389,11 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
              (use_gemm(c, w->type, n, n_decode) && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols)));
     prepare_act(&j);
 
+    if (packed_here(c, w)) {
+        j.tasks = split_tasks(c, w->rows, min_rows, MATVEC_TASKS_PER_THREAD);
+        run_tasks(c, j.tasks, packed_task, &j, work);
+        return;
+    }
     if (j.gemm) {
         j.tasks = (int)((w->rows + c->k->gemm_rows - 1) / c->k->gemm_rows);
         run_tasks(c, j.tasks, gemm_task, &j, work);
@@ -415,35 +430,30 @@ typedef struct group_job {
     int tasks;
 } group_job;
 
-/* A range of the concatenated rows, split at the weights' boundaries. */
-static void matvec_group_task(void *ctx, int task, int thread) {
-    (void)thread;
-    group_job *j = ctx;
+/* A range of the concatenated rows, split at the weights' boundaries, on
+ * the matvec (or, packed at load, the gemm; a weight's rows start at a
+ * multiple of 16 of the concatenation only if the ones before it are
+ * whole groups, so a range is cut to whole groups of each weight). */
+static void group_rows_task(group_job *j, int task, int thread, bool packed) {
     int64_t g0, g1, base = 0;
     task_range(j->total_rows, j->tasks, task, 16, &g0, &g1);
     for (int i = 0; i < j->count && base < g1; i++) {
         const int64_t rows = j->w[i]->rows;
-        const int64_t lo = INF_MAX(g0, base) - base, hi = INF_MIN(g1, base + rows) - base;
-        if (lo < hi) j->c->k->matvec(j->w[i], &j->act, lo, hi, j->y[i], (size_t)rows);
+        int64_t lo = INF_MAX(g0, base) - base, hi = INF_MIN(g1, base + rows) - base;
+        if (packed) { /* each group to the task holding its first row */
+            lo = INF_MIN(rows, (lo + 15) / 16 * 16);
+            hi = INF_MIN(rows, (hi + 15) / 16 * 16);
+            if (lo < hi) j->c->k->gemm(j->w[i], &j->act, lo, hi, j->y[i], (size_t)rows, j->c->tmp[thread].p);
+        } else if (lo < hi) {
+            j->c->k->matvec(j->w[i], &j->act, lo, hi, j->y[i], (size_t)rows);
+        }
         base += rows;
     }
 }
 
-/* Weights packed at load: task i is gemm panel i of the concatenated
- * panels of all the weights. */
-static void gemm_group_task(void *ctx, int task, int thread) {
-    group_job *j = ctx;
-    const int rows_per = j->c->k->gemm_rows;
-    for (int i = 0; i < j->count; i++) {
-        const int panels = (int)((j->w[i]->rows + rows_per - 1) / rows_per);
-        if (task < panels) {
-            const int64_t r0 = (int64_t)task * rows_per, r1 = INF_MIN(j->w[i]->rows, r0 + rows_per);
-            j->c->k->gemm(j->w[i], &j->act, r0, r1, j->y[i], (size_t)j->w[i]->rows, j->c->tmp[thread].p);
-            return;
-        }
-        task -= panels;
-    }
-}
+static void matvec_group_task(void *ctx, int task, int thread) { group_rows_task(ctx, task, thread, false); }
+static void gemm_group_task(void *ctx, int task, int thread) { group_rows_task(ctx, task, thread, true); }
+
 
 /* Decode-sized groups of weights of one type and width, or any group of
  * weights packed at load: the activations are prepared once and all rows
@@ -465,22 +475,12 @@ static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, in
     }
     matmul_job prep = {.c = c, .w = w[0], .x = x, .n = n, .scratch = scratch, .gemm = packed};
     prepare_act(&prep);
-    if (packed) {
-        group_job j = {.c = c, .w = w, .y = y, .count = count, .act = prep.act};
-        double work = 0;
-        for (int i = 0; i < count; i++) {
-            j.tasks += (int)((w[i]->rows + c->k->gemm_rows - 1) / c->k->gemm_rows);
-            work += (double)w[i]->rows * (double)w[i]->cols * n;
-        }
-        run_tasks(c, j.tasks, gemm_group_task, &j, work);
-        return;
-    }
-
     group_job j = {.c = c, .w = w, .y = y, .count = count, .act = prep.act};
     for (int i = 0; i < count; i++) j.total_rows += w[i]->rows;
     const int64_t min_rows = INF_MAX(16, MATVEC_MIN_TASK_BYTES / (int64_t)w[0]->row_bytes);
     j.tasks = split_tasks(c, j.total_rows, min_rows, MATVEC_TASKS_PER_THREAD);
-    run_tasks(c, j.tasks, matvec_group_task, &j, (double)j.total_rows * (double)w[0]->cols * n);
+    run_tasks(c, j.tasks, packed ? gemm_group_task : matvec_group_task, &j,
+              (double)j.total_rows * (double)w[0]->cols * n);
 }
 
 /* ------------------------------------------------------------------ packed weights */
@@ -503,7 +503,7 @@ static bool cpu_weight_pack(const inf_ops *self, inf_weight *w) {
     const size_t bytes = c->k->packed_bytes(w);
     /* the gemm's per-task scratch, grown now so that the products never lack it */
     if (!bytes || !ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols))) return false;
-    void *dst = self->buffer_alloc(self, bytes);
+    void *dst = inf_alloc_huge(bytes); /* host memory, as buffer_alloc's: buffer_free frees it */
     if (!dst) return false;
     pack_job j = {.c = c, .w = w, .dst = dst};
     const int tasks = (int)((w->rows + c->k->gemm_rows - 1) / c->k->gemm_rows);

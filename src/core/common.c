@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 inf_status inf_errorf(inf_error *err, inf_status status, const char *fmt, ...) {
     if (err) {
@@ -41,6 +42,18 @@ void *inf_alloc_aligned(size_t bytes) {
     if (!inf_add_size(bytes, 63, &rounded)) return NULL;
     rounded &= ~(size_t)63;
     return aligned_alloc(64, rounded);
+}
+
+void *inf_alloc_huge(size_t bytes) {
+    enum { HUGE_PAGE = 2 << 20 };
+    size_t rounded;
+    if (bytes == 0 || !inf_add_size(bytes, HUGE_PAGE - 1, &rounded)) return NULL;
+    rounded &= ~(size_t)(HUGE_PAGE - 1);
+    void *p = aligned_alloc(HUGE_PAGE, rounded);
+#ifdef MADV_HUGEPAGE
+    if (p) madvise(p, rounded, MADV_HUGEPAGE); /* advice only: a failure is ignored */
+#endif
+    return p;
 }
 
 void inf_free_aligned(void *p) { free(p); }

@@ -53,6 +53,7 @@ enum {
     QK = INF_Q8_0_BLOCK,
     TILE = 16,                          /* tokens (M) and weight rows (N) of a tile */
     Q8_QUANTS_BLOCK = 8 * 64, /* a block's B tile in a packed Q8_0 group (x86_kernels.h) */
+    Q8_PREFETCH = 16,         /* blocks read ahead */
     BF16_STEP = 32,                     /* bf16 columns per tile step (K) */
 };
 
@@ -236,8 +237,13 @@ static void q8_tile(const char *group, const int8_t *a, size_t a_stride, const f
     __m512 lo[8], hi[8]; /* the sums of tokens 0-7 and 8-15 */
     _Pragma("GCC unroll 8")
     for (int t = 0; t < 8; t++) lo[t] = hi[t] = _mm512_setzero_ps();
+    /* B tiles Q8_PREFETCH blocks ahead into L2, and their scales: weights
+     * packed at load stream from memory in a batched decode */
 #define Q8_ISSUE(C, A, B, blk)                                                  \
     do {                                                                        \
+        for (int line = 0; line < 8; line++)                                    \
+            _mm_prefetch(group + ((blk) + Q8_PREFETCH) * Q8_QUANTS_BLOCK + line * 64, _MM_HINT_T1); \
+        _mm_prefetch((const char *)(scales + ((blk) + Q8_PREFETCH) * TILE), _MM_HINT_T1); \
         _tile_loadd(A, a + (blk) * QK, (long)a_stride);                         \
         _tile_loadd(B, group + (blk) * Q8_QUANTS_BLOCK, 64);                    \
         _tile_zero(C);                                                          \
@@ -402,6 +408,11 @@ void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1,
     /* an even number of groups: bf16 multiplies groups in pairs (the pad group is zeros) */
     const int n_groups = (int)((r1 - r0 + TILE - 1) / TILE);
     const size_t gbytes = group_bytes(w->type, w->cols);
+    if (w->packed_format == INF_X86_PACKED_GROUPS && r1 - r0 > INF_X86_GEMM_ROWS) { /* a panel at a time */
+        for (int64_t r = r0; r < r1; r += INF_X86_GEMM_ROWS)
+            inf_amx_gemm(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride, pack);
+        return;
+    }
     if (w->packed_format == INF_X86_PACKED_GROUPS) { /* packed at load: Q8_0 as it is, Q4_0 unpacked to int8 */
         const size_t pbytes = inf_x86_packed_group_bytes(w->type, w->cols);
         const char *src = (const char *)w->packed + (size_t)(r0 / TILE) * pbytes;
