@@ -14,9 +14,10 @@
  *                             the batch
  *   matmul Q2_K..Q6_K, IQ4_XS (every ISA)                  bit-identical
  *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (every ISA: gemm) bit-identical
- *   matmul Q4_0..Q5_1, IQ4_NL decode rows (neon)           bit-identical
+ *   matmul Q4_0..Q5_1, IQ4_NL decode rows (neon; Q4_0 packed at load,
+ *     avx512)                                              bit-identical
  *     (avx512+amx: the tiles from 16 tokens for the super-block types,
- *     from 12 for Q4_1, Q5_1, from 32 for Q4_0, Q5_0, IQ4_NL; the block
+ *     from 12 for Q4_1, Q5_1, from 8 for Q4_0, Q5_0, IQ4_NL; the block
  *     types' quant_amx.c tiles also called directly from 1 token)
  *   matmul otherwise          |y - ref| <= (cols/8 + 16)·2^-24·cond
  *                             (f32 lanes of partial sums instead of a double);
@@ -260,14 +261,15 @@ static void test_matmul_rows(const isa_ops *s, inf_dtype type, int64_t rows, int
     /* the same weight packed at load (ops.h weight_pack; the x86 ISAs with
      * AVX-512 pack Q8_0 and Q4_0): ref.c's bits, decode rows too */
     const inf_ops *ops0 = s->ops[0];
-    if (ops0->weight_pack && (type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0) &&
-        TEST_CHECK(ops0->weight_pack(ops0, &c.w), "weight_pack of a %s weight", inf_dtype_name(type))) {
+    void *packed = ops0->weight_pack ? alloc_bytes(ops0->weight_packed_bytes(ops0, &c.w) + 1) : NULL;
+    if (packed && (type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0) &&
+        TEST_CHECK(ops0->weight_pack(ops0, &c.w, packed), "weight_pack of a %s weight", inf_dtype_name(type))) {
         float *packed_got = alloc_out(n_out);
         run_all_threads(s, run_matmul, &c, packed_got, n_out);
         TEST_CHECK(memcmp(packed_got, want, n_out * sizeof(float)) == 0, "the packed weight's rows differ from ref.c's");
-        ops0->buffer_free(ops0, (void *)c.w.packed);
         free(packed_got);
     }
+    free(packed);
     free(deq);
     free((void *)c.w.data);
     free(x);
@@ -301,7 +303,8 @@ static void test_matmul(const isa_ops *s) {
         test_matmul_case(s, type, 33, type == INF_DTYPE_Q8_0 ? 64 : 50, 300);
     }
     /* The shapes of the tile gemm (avx512+amx; the other ISAs run them too):
-     * token counts around its 16-token tiles and its Q8_0 threshold of 32,
+     * token counts around its 16-token tiles and two tiles of 16 (its Q8_0
+     * threshold of 8 is within the 1..18 loop below),
      * ragged row counts, and widths of several tile steps with and without
      * a partial last step (BF16: 16 columns is its narrowest). */
     static const int64_t tile_rows[] = {1, 17, 130};
@@ -628,12 +631,16 @@ static void test_matmul_group(const isa_ops *s) {
             const inf_ops *ops0 = s->ops[0];
             if (type == INF_DTYPE_Q8_0 && ops0->weight_pack) {
                 bool packed = true;
-                for (int i = 0; i < 3; i++) packed &= ops0->weight_pack(ops0, &c.w[i]);
+                void *mem[3];
+                for (int i = 0; i < 3; i++) {
+                    mem[i] = alloc_bytes(ops0->weight_packed_bytes(ops0, &c.w[i]));
+                    packed &= ops0->weight_pack(ops0, &c.w[i], mem[i]);
+                }
                 if (TEST_CHECK(packed, "weight_pack of the group")) {
                     run_all_threads(s, run_matmul_group, &c, got, n_out);
                     TEST_CHECK(memcmp(got, want, n_out * sizeof(float)) == 0, "packed matmul_group differs from matmul");
                 }
-                for (int i = 0; i < 3; i++) ops0->buffer_free(ops0, (void *)c.w[i].packed);
+                for (int i = 0; i < 3; i++) free(mem[i]);
             }
             for (int i = 0; i < 3; i++) free((void *)c.w[i].data);
             free(x), free(c.scratch), free(want), free(got);

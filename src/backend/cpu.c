@@ -498,13 +498,14 @@ static void pack_task(void *ctx, int task, int thread) {
     j->c->k->pack_rows(j->w, r0, INF_MIN(j->w->rows, r0 + j->c->k->gemm_rows), j->dst);
 }
 
-static bool cpu_weight_pack(const inf_ops *self, inf_weight *w) {
+static size_t cpu_weight_packed_bytes(const inf_ops *self, const inf_weight *w) {
+    return cpu_of(self)->k->packed_bytes(w);
+}
+
+static bool cpu_weight_pack(const inf_ops *self, inf_weight *w, void *dst) {
     cpu_backend *c = cpu_of(self);
-    const size_t bytes = c->k->packed_bytes(w);
     /* the gemm's per-task scratch, grown now so that the products never lack it */
-    if (!bytes || !ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols))) return false;
-    void *dst = inf_alloc_huge(bytes); /* host memory, as buffer_alloc's: buffer_free frees it */
-    if (!dst) return false;
+    if (!c->k->packed_bytes(w) || !ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols))) return false;
     pack_job j = {.c = c, .w = w, .dst = dst};
     const int tasks = (int)((w->rows + c->k->gemm_rows - 1) / c->k->gemm_rows);
     run_tasks(c, tasks, pack_task, &j, (double)w->rows * (double)w->cols);
@@ -899,6 +900,7 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
         .name = inf_isa_name(isa),
         .buffer_alloc = c->ref->buffer_alloc, /* host memory, as the reference */
         .buffer_free = c->ref->buffer_free,
+        .weight_packed_bytes = c->k && c->k->pack_rows ? cpu_weight_packed_bytes : NULL,
         .weight_pack = c->k && c->k->pack_rows ? cpu_weight_pack : NULL,
         .matmul = cpu_matmul,
         .matmul_group = cpu_matmul_group,

@@ -81,8 +81,8 @@ typedef struct inf_weight {
     /* NULL, or the same rows repacked once by the backend that will multiply
      * them (inf_ops.weight_pack), in the layout its kernels read fastest;
      * packed_format tags the layout (backend-defined, 0 for none), so that
-     * another backend ignores it and reads data. Owned by whoever asked for
-     * the packing (buffer_free). */
+     * another backend ignores it and reads data. The memory belongs to
+     * whoever asked for the packing. */
     const void *packed;
     int packed_format;
 } inf_weight;
@@ -181,13 +181,16 @@ struct inf_ops {
     void (*matmul)(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode, float *y,
                    void *scratch);
 
-    /* Optional (NULL: the backend reads every weight as loaded). Packs w for
-     * this backend's matmul into memory from buffer_alloc and sets
-     * w->packed and w->packed_format; false (w unchanged) when w's type has
-     * no packed layout here or memory ran out. A packed weight's matmul
-     * gives the floats of the unpacked one, bit for bit. w->data stays
-     * valid (other backends, the embedding lookup, read it). */
-    bool (*weight_pack)(const inf_ops *self, inf_weight *w);
+    /* Optional (both NULL: the backend reads every weight as loaded).
+     * weight_packed_bytes: the bytes of w repacked for this backend's
+     * matmul, 0 when w's type has no packed layout here. weight_pack
+     * writes them at dst (64-byte aligned host memory of that size, which
+     * the caller keeps while w is used) and sets w->packed and
+     * w->packed_format; false (w unchanged) when the type has none or
+     * memory ran out. A packed weight's matmul gives the floats of the
+     * unpacked one, bit for bit; it no longer reads w->data. */
+    size_t (*weight_packed_bytes)(const inf_ops *self, const inf_weight *w);
+    bool (*weight_pack)(const inf_ops *self, inf_weight *w, void *dst);
 
     /* matmul of the same x with `count` weights (Q, K and V; gate and up):
      * y[i][n][w[i]->rows] = x · w[i]^T, each exactly as matmul computes it;

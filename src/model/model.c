@@ -377,10 +377,18 @@ static void release_pages(const void *p, size_t n) {
 static void pack_weights(inf_model *m) {
     const inf_ops *b = m->backend;
     const gguf_file *f = m->file;
-    if (!b->weight_pack || m->opt.no_repack) return;
-    for (int i = 0; m->layers && matrix_at(m, i); i++) {
+    if (!b->weight_pack || m->opt.no_repack || !m->layers) return;
+    /* one arena on huge pages for all of them (a page per matrix would
+     * waste up to 2 MiB each); none: every matrix stays as loaded */
+    size_t total = 0;
+    for (int i = 0; matrix_at(m, i); i++) total += (b->weight_packed_bytes(b, matrix_at(m, i)) + 63) / 64 * 64;
+    if (!total || !(m->packed_arena = inf_alloc_huge(total))) return;
+    size_t at = 0;
+    for (int i = 0; matrix_at(m, i); i++) {
         inf_weight *w = matrix_at(m, i);
-        if (!b->weight_pack(b, w)) continue;
+        const size_t bytes = (b->weight_packed_bytes(b, w) + 63) / 64 * 64;
+        if (!bytes || !b->weight_pack(b, w, (char *)m->packed_arena + at)) continue;
+        at += bytes;
         const size_t n = (size_t)w->rows * w->row_bytes;
         if (gguf_data_mapped(f, w->data, n)) { /* every shard's mapping, for a split GGUF */
             release_pages(w->data, n);
@@ -394,8 +402,7 @@ static void pack_weights(inf_model *m) {
 
 void inf_model_free(inf_model *m) {
     if (!m) return;
-    for (int i = 0; m->layers && m->backend && matrix_at(m, i); i++)
-        if (matrix_at(m, i)->packed) m->backend->buffer_free(m->backend, (void *)matrix_at(m, i)->packed);
+    inf_free_aligned(m->packed_arena);
     if (m->layers) {
         for (int l = 0; l < m->cfg.n_layer; l++) {
             qwen3_layer *L = &m->layers[l];

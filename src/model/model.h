@@ -63,6 +63,7 @@ struct inf_model {
     uint64_t weight_bytes; /* of the weights in use: the file's, less what quantizing on load replaced */
     void *quant_arena;     /* matrices quantized on load (quantize_load.c), or NULL */
     size_t quant_arena_bytes;
+    void *packed_arena;    /* the matrices repacked for the backend (model.c pack_weights), or NULL */
     /* Hadamard rotations around a quantized KV cache (ops.h, inf_kv_view),
      * block sizes or 0 when off: q and k after RoPE, v, and the attention
      * output before Wo. */
