@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 inf_status inf_errorf(inf_error *err, inf_status status, const char *fmt, ...) {
     if (err) {
@@ -57,6 +58,12 @@ void *inf_alloc_huge(size_t bytes) {
 }
 
 void inf_free_aligned(void *p) { free(p); }
+
+void inf_release_pages(const void *p, size_t n) {
+    const uintptr_t lo = (uintptr_t)p, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t first = (lo + page - 1) / page * page, end = (lo + n) / page * page;
+    if (end > first) madvise((void *)first, end - first, MADV_DONTNEED);
+}
 
 
 /* ------------------------------------------------------------------ buffer */

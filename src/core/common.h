@@ -40,6 +40,10 @@ void *inf_alloc_aligned(size_t bytes);
  * TLB misses while streaming it: packed weights); inf_free_aligned. */
 void *inf_alloc_huge(size_t bytes);
 void inf_free_aligned(void *p);
+/* Gives the whole pages inside [p, p + n) back to the system
+ * (MADV_DONTNEED): a read-only file mapping reads the file again when they
+ * are touched, anonymous memory reads zeros. */
+void inf_release_pages(const void *p, size_t n);
 
 /* A growable byte buffer: data[0..len) in cap bytes; zero-initialize it,
  * free(data) when done. A failed allocation sets failed, which stays set:

@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 /* Sanity bounds on hyperparameters: far above any Qwen3, low enough that
@@ -360,13 +359,6 @@ static bool within(const void *p, size_t n, const void *base, size_t len) {
     return base && (uintptr_t)p >= (uintptr_t)base && (uintptr_t)p + n <= (uintptr_t)base + len;
 }
 
-/* Drops the whole pages of [p, p + n) from the process. */
-static void release_pages(const void *p, size_t n) {
-    const uintptr_t lo = (uintptr_t)p, page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t first = (lo + page - 1) / page * page, end = (lo + n) / page * page;
-    if (end > first) madvise((void *)first, end - first, MADV_DONTNEED);
-}
-
 /* Repacks the matrices for the backend (ops.h weight_pack); a matrix it
  * cannot pack stays as loaded. The loaded copy of a packed matrix is then
  * given back: the GGUF's mapped pages (read-only: the embedding lookup
@@ -391,10 +383,10 @@ static void pack_weights(inf_model *m) {
         at += bytes;
         const size_t n = (size_t)w->rows * w->row_bytes;
         if (gguf_data_mapped(f, w->data, n)) { /* every shard's mapping, for a split GGUF */
-            release_pages(w->data, n);
+            inf_release_pages(w->data, n);
         } else if (w->data != m->token_embd.data && (gguf_data_owned(f, w->data, n) ||
                                                      within(w->data, n, m->quant_arena, m->quant_arena_bytes))) {
-            release_pages(w->data, n);
+            inf_release_pages(w->data, n);
             w->data = NULL;
         }
     }

@@ -19,6 +19,7 @@
 #include "core/common.h"
 #include "core/dtype.h"
 #include "core/pool.h"
+#include "io/gguf_split.h"
 
 #include <string.h>
 
@@ -42,6 +43,7 @@ typedef struct quant_job {
     const quant_task *tasks;
     float *scratch; /* [n_threads][max_cols] */
     int64_t max_cols;
+    const gguf_file *file;
 } quant_job;
 
 static void quantize_task(void *ctx, int task, int thread) {
@@ -63,6 +65,11 @@ static void quantize_task(void *ctx, int task, int thread) {
         }
         inf_quantize_row_q8_0(x, (inf_block_q8_0 *)(q->dst + (size_t)r * q->dst_row_bytes), w->cols);
     }
+    /* the file's rows are not read again: their mapped pages go back now,
+     * so that the file and the arena are not both resident at the end */
+    const void *src = (const uint8_t *)w->data + (size_t)t->row0 * w->row_bytes;
+    const size_t n = (size_t)(t->row1 - t->row0) * w->row_bytes;
+    if (gguf_data_mapped(job->file, src, n)) inf_release_pages(src, n);
 }
 
 inf_status model_quantize_weights(inf_model *m, inf_dtype type, bool copy_others, inf_error *err) {
@@ -136,7 +143,7 @@ inf_status model_quantize_weights(inf_model *m, inf_dtype type, bool copy_others
         for (int64_t r = 0; r < q->w->rows; r += rows_per_task)
             tasks[k++] = (quant_task){i, r, INF_MIN(q->w->rows, r + rows_per_task)};
     }
-    quant_job job = {.mats = mats, .tasks = tasks, .scratch = scratch, .max_cols = max_cols};
+    quant_job job = {.mats = mats, .tasks = tasks, .scratch = scratch, .max_cols = max_cols, .file = m->file};
     inf_pool_run(pool, (int)n_tasks, quantize_task, &job);
     int n_converted = 0;
     for (int i = 0; i < n_mats; i++) {
