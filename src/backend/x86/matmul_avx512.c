@@ -533,6 +533,19 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
 
 /* ------------------------------------------------------------------ gemm: packing weights */
 
+/* Byte offsets of 16 consecutive rows. */
+static __m512i row_offsets(size_t row_bytes) {
+    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                              _mm512_set1_epi32((int)row_bytes));
+}
+
+/* The f16 d leading the block at blk of each of nr rows (offs apart): 32
+ * bits gathered per row, the low half kept; missing rows 0. */
+static void store_scales(const char *blk, __m512i offs, int nr, uint16_t *dst) {
+    const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), tail_mask(nr), offs, blk, 1);
+    _mm256_store_si256((__m256i *)dst, _mm512_cvtepi32_epi16(d));
+}
+
 /* Packs rows [r, r + nr), nr <= 16, into one group: 16 rows x 16 int32
  * (64 bytes) at a time, transposed in registers. for_tiles gives the AMX
  * gemm's variant (x86_kernels.h). */
@@ -545,8 +558,7 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
         /* two blocks per pass: the 8 quads of block b, then of block b + 1 */
         const int64_t nb = cols / QK;
         uint16_t *scales = (uint16_t *)((char *)dst + nb * 512);
-        const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                                _mm512_set1_epi32((int)w->row_bytes));
+        const __m512i offs = row_offsets(w->row_bytes);
         for (int64_t b = 0; b < nb; b += 2) {
             const bool pair = b + 1 < nb;
             for (int i = 0; i < GROUP; i++) {
@@ -563,10 +575,7 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
             for (int half = 0; half < 1 + pair; half++) {
                 char *pb = (char *)dst + (b + half) * 512;
                 for (int quad = 0; quad < 8; quad++) _mm512_store_si512(pb + quad * 64, v[half * 8 + quad]);
-                /* the 16 scales: 32 bits gathered at each row's block start, low half kept */
-                const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), tail_mask(nr), offs,
-                                                              base + (b + half) * (int64_t)sizeof(inf_block_q8_0), 1);
-                _mm256_store_si256((__m256i *)(scales + (b + half) * GROUP), _mm512_cvtepi32_epi16(d));
+                store_scales(base + (b + half) * (int64_t)sizeof(inf_block_q8_0), offs, nr, scales + (b + half) * GROUP);
             }
         }
         break;
@@ -606,8 +615,7 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
         /* four blocks per pass: a row's four 16-byte qs in one vector */
         const int64_t nb = cols / QK;
         uint16_t *scales = (uint16_t *)((char *)dst + nb * 256);
-        const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                                _mm512_set1_epi32((int)w->row_bytes));
+        const __m512i offs = row_offsets(w->row_bytes);
         for (int64_t b = 0; b < nb; b += 4) {
             const int nblk = (int)INF_MIN(4, nb - b);
             for (int i = 0; i < GROUP; i++) {
@@ -621,9 +629,7 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
             for (int k = 0; k < nblk; k++) {
                 char *pb = (char *)dst + (b + k) * 256;
                 for (int unit = 0; unit < 4; unit++) _mm512_store_si512(pb + unit * 64, v[4 * k + unit]);
-                const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), tail_mask(nr), offs,
-                                                              base + (b + k) * (int64_t)sizeof(inf_block_q4_0), 1);
-                _mm256_store_si256((__m256i *)(scales + (b + k) * GROUP), _mm512_cvtepi32_epi16(d));
+                store_scales(base + (b + k) * (int64_t)sizeof(inf_block_q4_0), offs, nr, scales + (b + k) * GROUP);
             }
         }
         break;
