@@ -11,7 +11,8 @@
  * unsupported; "ref" runs everywhere.
  *
  * Splits: matmul by weight rows (decode: chunks sized to the thread count;
- * prefill: gemm row panels, each multiplied with every token), attention by
+ * prefill: gemm row panels, each multiplied with every token; weights
+ * packed at load: long ranges of 16-row groups for any token count), attention by
  * KV head (decode) and by KV head x query block (prefill, largest tasks
  * first), element-wise ops by rows or chunks once they are large enough to
  * pay for a dispatch. An op an ISA lacks runs the reference op of ref.c on
@@ -431,9 +432,10 @@ typedef struct group_job {
 } group_job;
 
 /* A range of the concatenated rows, split at the weights' boundaries, on
- * the matvec (or, packed at load, the gemm; a weight's rows start at a
- * multiple of 16 of the concatenation only if the ones before it are
- * whole groups, so a range is cut to whole groups of each weight). */
+ * the matvec, or for weights packed at load on the gemm: those take whole
+ * 16-row groups of each weight (a weight's first row need not fall on a
+ * multiple of 16 of the concatenation), each group going to the task
+ * that holds its first row. */
 static void group_rows_task(group_job *j, int task, int thread, bool packed) {
     int64_t g0, g1, base = 0;
     task_range(j->total_rows, j->tasks, task, 16, &g0, &g1);
@@ -453,7 +455,6 @@ static void group_rows_task(group_job *j, int task, int thread, bool packed) {
 
 static void matvec_group_task(void *ctx, int task, int thread) { group_rows_task(ctx, task, thread, false); }
 static void gemm_group_task(void *ctx, int task, int thread) { group_rows_task(ctx, task, thread, true); }
-
 
 /* Decode-sized groups of weights of one type and width, or any group of
  * weights packed at load: the activations are prepared once and all rows

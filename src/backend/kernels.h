@@ -85,7 +85,9 @@ typedef struct inf_kernels {
     void (*gemm_prepare)(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
     /* Rows [r0, r1), r1 - r0 <= gemm_rows, packed into `pack` (64-aligned,
      * gemm_pack_bytes) then multiplied with all a->n tokens (a->data from
-     * gemm_prepare) in register tiles. Runs every prefill row, however
+     * gemm_prepare) in register tiles. A weight packed at load (below)
+     * takes any range of whole 16-row groups (the end may be the last
+     * row), a panel of gemm_rows at a time, and reads it where it lies. Runs every prefill row, however
      * few (cpu.c), and decode rows too where they come out the same as
      * from the matvec, from gemm_min_tokens on. */
     void (*gemm)(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,

@@ -11,8 +11,9 @@
  * groups of 4 bytes, each group the consecutive K elements of one column.
  * Here A is the activations (M = 16 tokens, rows straight from the
  * prepared activation rows) and B the weights (N = 16 rows in that order:
- * Q8_0 packed once at load, x86_kernels.h, or like the rest per task by
- * the avx512 gemm's packer), so a row of C holds one token's 16 outputs,
+ * Q8_0 packed once at load, x86_kernels.h, as it lies; Q4_0 packed at
+ * load unpacked per task; the rest per task by the avx512 gemm's packer),
+ * so a row of C holds one token's 16 outputs,
  * contiguous in y.
  *
  * Q8_0: each block of 32 is one tile step (K = 32), so the tile holds the
@@ -20,8 +21,8 @@
  * applies the scales as ref.c does, sum += (float)dot * (d_w * d_x), block
  * by block. The result is bit-identical to ref.c and to the avx512 gemm.
  * Two accumulator tiles alternate between blocks, so the tile unit can work
- * on later blocks while the vector units scale block b. Q8_0 weights
- * packed at load (the default) cost no memory beyond the file's bytes
+ * on later blocks while the vector units scale block b. Q8_0 and Q4_0
+ * weights packed at load (the default) cost no memory beyond the file's bytes
  * (the file's pages are given back, model.c) and save the per-task packing:
  * 5% of a 512-token product, most of a product of 8 to 32 tokens (batched
  * decode), which therefore runs on the tiles too.
