@@ -386,11 +386,11 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
 
     /* (Should the gemm's panel not fit in memory, the matvec runs: the
      * result is still right, only no longer batch-invariant.) */
-    j.gemm = packed_here(c, w) ||
-             (use_gemm(c, w->type, n, n_decode) && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols)));
+    const bool packed = packed_here(c, w);
+    j.gemm = packed || (use_gemm(c, w->type, n, n_decode) && ensure_tmp(c, c->k->gemm_pack_bytes(w->type, w->cols)));
     prepare_act(&j);
 
-    if (packed_here(c, w)) {
+    if (packed) {
         j.tasks = split_tasks(c, w->rows, min_rows, MATVEC_TASKS_PER_THREAD);
         run_tasks(c, j.tasks, packed_task, &j, work);
         return;

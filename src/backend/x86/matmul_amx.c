@@ -191,13 +191,11 @@ static void pack_q32_group(const inf_weight *w, int64_t r, int nr, char *dst) {
  * block's 4 units of nibbles become its 8 quads of values q - 8 (low
  * nibbles quads 0-3, high nibbles 4-7); the f16 scales as they are. */
 static void unpack_q4_0_group(const char *src, int64_t nb, char *dst) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
     for (int64_t b = 0; b < nb; b++)
         for (int unit = 0; unit < 4; unit++) {
             const __m512i u = _mm512_load_si512(src + b * 256 + unit * 64);
-            _mm512_store_si512(dst + b * Q8_QUANTS_BLOCK + unit * 64, _mm512_sub_epi8(_mm512_and_si512(u, m4), eight));
-            _mm512_store_si512(dst + b * Q8_QUANTS_BLOCK + (unit + 4) * 64,
-                               _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(u, 4), m4), eight));
+            _mm512_store_si512(dst + b * Q8_QUANTS_BLOCK + unit * 64, inf_avx512_q4_0_quad(u, false));
+            _mm512_store_si512(dst + b * Q8_QUANTS_BLOCK + (unit + 4) * 64, inf_avx512_q4_0_quad(u, true));
         }
     memcpy(dst + nb * Q8_QUANTS_BLOCK, src + nb * 256, (size_t)nb * INF_X86_PACKED_SCALES_BLOCK);
 }

@@ -662,7 +662,7 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
 INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_dtype T, const int NT, float *y,
                      size_t y_stride, __mmask16 rows) {
     const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
-    const __m512i v128 = _mm512_set1_epi8((char)0x80), m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+    const __m512i v128 = _mm512_set1_epi8((char)0x80);
     const uint16_t *scales = (const uint16_t *)(group + nb * qb);
     __m512 sum[GEMM_TOKENS];
     _Pragma("GCC unroll 8")
@@ -682,9 +682,8 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
         for (int quad = 0; quad < 8; quad++) {
             if (T == INF_DTYPE_Q8_0) {
                 wv[quad] = _mm512_load_si512(gb + quad * 64);
-            } else { /* unit quad % 4: its low nibbles for quads 0-3, high for 4-7 */
-                const __m512i u = _mm512_load_si512(gb + (quad % 4) * 64);
-                wv[quad] = _mm512_sub_epi8(_mm512_and_si512(quad < 4 ? u : _mm512_srli_epi16(u, 4), m4), eight);
+            } else {
+                wv[quad] = inf_avx512_q4_0_quad(_mm512_load_si512(gb + (quad % 4) * 64), quad >= 4);
             }
             w128 = _mm512_dpbusd_epi32(w128, v128, wv[quad]);
         }

@@ -73,4 +73,11 @@ static inline __m512 hsum16_avx512(const __m512 v[16]) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88), _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
 }
 
+/* Q4_0 packed at load (x86_kernels.h): quad q's 4 signed values per row
+ * from its unit u (low nibbles for quads 0-3, high for 4-7), q - 8. */
+static inline __m512i inf_avx512_q4_0_quad(__m512i u, bool high) {
+    const __m512i nib = _mm512_and_si512(high ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
+    return _mm512_sub_epi8(nib, _mm512_set1_epi8(8));
+}
+
 #endif /* INF_VEC_AVX512_H */
