@@ -259,10 +259,11 @@ static void test_matmul_rows(const isa_ops *s, inf_dtype type, int64_t rows, int
         }
     TEST_CHECK(reported == 0, "%d outputs over budget", reported);
     /* the same weight packed at load (ops.h weight_pack; the x86 ISAs with
-     * AVX-512 pack Q8_0 and Q4_0): ref.c's bits, decode rows too */
+     * AVX-512 pack Q8_0, Q4_0 and Q4_K): ref.c's bits, decode rows too */
     const inf_ops *ops0 = s->ops[0];
-    void *packed = ops0->weight_pack ? alloc_bytes(ops0->weight_packed_bytes(ops0, &c.w) + 1) : NULL;
-    if (packed && (type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0) &&
+    const size_t packed_bytes = ops0->weight_pack ? ops0->weight_packed_bytes(ops0, &c.w) : 0;
+    void *packed = packed_bytes ? alloc_bytes(packed_bytes + 1) : NULL;
+    if (packed &&
         TEST_CHECK(ops0->weight_pack(ops0, &c.w, packed), "weight_pack of a %s weight", inf_dtype_name(type))) {
         float *packed_got = alloc_out(n_out);
         run_all_threads(s, run_matmul, &c, packed_got, n_out);

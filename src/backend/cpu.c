@@ -309,7 +309,8 @@ static void ref_matmul_task(void *ctx, int task, int thread) {
 enum { MATVEC_MIN_TASK_BYTES = 128 * 1024, MATVEC_TASKS_PER_THREAD = 16 };
 
 /* Whether w was packed at load for this ISA's gemm (kernels.h pack_rows):
- * then every product of it runs there, on activations prepared as Q8_0's. */
+ * then every product of it runs there (Q8_0 and Q4_0 on activations
+ * prepared as Q8_0's, Q4_K on its own). */
 static bool packed_here(const cpu_backend *c, const inf_weight *w) {
     return w->packed && c->k && c->k->packed_format && w->packed_format == c->k->packed_format;
 }
@@ -318,7 +319,9 @@ static bool packed_here(const cpu_backend *c, const inf_weight *w) {
  * matvec, as j->gemm says) and points j->act at it. */
 static void prepare_act(matmul_job *j) {
     const inf_kernels *k = j->c->k;
-    j->act_type = packed_here(j->c, j->w) ? INF_DTYPE_Q8_0 : j->w->type;
+    /* packed 32-block types share Q8_0's activation tiles */
+    const bool as_q8_0 = packed_here(j->c, j->w) && inf_dtype_block_elems(j->w->type) == INF_QK;
+    j->act_type = as_q8_0 ? INF_DTYPE_Q8_0 : j->w->type;
     j->act = (inf_act){.data = j->scratch, .stride = j->gemm ? 0 : k->act_row_bytes(j->w->type, j->w->cols), .n = j->n};
     j->tasks = j->n >= 64 ? j->c->n_threads * 4 : 1;
     run_tasks(j->c, j->tasks, act_task, j, (double)j->w->cols * j->n);

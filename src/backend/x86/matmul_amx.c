@@ -100,7 +100,7 @@ static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 static size_t q8_scales_offset(int64_t nb, int n) { return (size_t)n * (size_t)nb * QK; }
 
 void inf_amx_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
-    if (inf_amx_kquant_takes(type, n)) { /* the avx512 gemm's rows (Q8_K blocks) as they are */
+    if (inf_amx_kquant_takes(type, n, false)) { /* the avx512 gemm's rows (Q8_K blocks) as they are */
         inf_avx512_gemm_prepare(type, x, cols, n, t0, t1, buf);
         return;
     }
@@ -146,7 +146,7 @@ static size_t group_bytes(inf_dtype type, int64_t cols) {
 /* Enough for either path (the token count is not known here). */
 size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols) {
     const size_t other = inf_avx512_gemm_pack_bytes(type, cols);
-    if (inf_amx_kquant_takes(type, INT32_MAX)) return INF_MAX(other, inf_amx_kquant_pack_bytes(type, cols));
+    if (inf_amx_kquant_takes(type, INT32_MAX, false)) return INF_MAX(other, inf_amx_kquant_pack_bytes(type, cols));
     if (!amx_handles(type, cols, Q8_MIN_TOKENS)) return other;
     return INF_MAX(other, (INF_X86_GEMM_ROWS / TILE) * group_bytes(type, cols));
 }
@@ -396,7 +396,7 @@ static void bf16_gemm(const inf_weight *w, const inf_act *act, int64_t r0, int64
 /* ------------------------------------------------------------------ entry */
 
 void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride, void *pack) {
-    if (inf_amx_kquant_takes(w->type, a->n)) {
+    if (inf_amx_kquant_takes(w->type, a->n, w->packed_format == INF_X86_PACKED_GROUPS)) {
         inf_amx_kquant_gemm(w, a, r0, r1, y, y_stride, pack);
         return;
     }

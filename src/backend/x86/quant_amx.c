@@ -25,8 +25,9 @@
  * [64 quads][16 rows][4] int8 (the B tile of a 64-element step is 1 KiB
  * of it), then d and dmin [16] f32: 12.1 KiB with mins, 8.1 without; a
  * task of 64 rows x 3072 columns packs 582 KiB (the avx512 gemm 294).
- * Activations: the avx512 gemm's Q8_K rows (inf_act_prepare_quant), A tile
- * rows read straight from them.
+ * Q4_K packed at load (x86_kernels.h) is unpacked from its groups instead
+ * of the file's rows. Activations: the avx512 gemm's Q8_K rows
+ * (inf_act_prepare_quant), A tile rows read straight from them.
  *
  * Q4_1, Q5_1 (x Q8_1): ref.c sums sum += (d_w * d_x) * (float)isum +
  * m_w * s_x per block of 32, isum = Σ u x over the weights' codes u (0..15,
@@ -65,6 +66,11 @@ enum {
     /* From this many tokens the tiles run (Xeon, 2 threads, 64 x 1024 Q4_K:
      * see inf_amx_kquant_takes); below, the avx512 gemm, bit-identical. */
     KQ_MIN_TOKENS = 16,
+    /* Q4_K packed at load: the avx512 tile reads it in place, 4 tokens a
+     * pass, and wins below this many (Xeon, 1 thread, 16384 x 4096: 16
+     * tokens 6.7 vs 11.3 ms, 32 12.8 vs 15.2, 40 even, 64 25.0 vs 23.0,
+     * 128 80 vs 53). */
+    KQ_PACKED_MIN_TOKENS = 40,
     /* Q4_1, Q5_1: from this many tokens the tiles run (Xeon, 1 thread,
      * 64 x 1024 Q4_1: even with the avx512 gemm at 8, 1.2x at 12, 1.4x at
      * 16, 2x at 512); bit-identical below. */
@@ -77,9 +83,9 @@ static bool has_mins(inf_dtype type) {
 
 static bool is_q81(inf_dtype type) { return type == INF_DTYPE_Q4_1 || type == INF_DTYPE_Q5_1; }
 
-bool inf_amx_kquant_takes(inf_dtype type, int n) {
+bool inf_amx_kquant_takes(inf_dtype type, int n, bool packed) {
     if (is_q81(type)) return n >= QM_MIN_TOKENS;
-    return n >= KQ_MIN_TOKENS && inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == INF_QK_K;
+    return n >= (packed ? KQ_PACKED_MIN_TOKENS : KQ_MIN_TOKENS) && inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == INF_QK_K;
 }
 
 static size_t block_bytes(inf_dtype type) { return (has_mins(type) ? 3 : 2) * (size_t)KQ_PLANE + 2 * 64; }
@@ -87,38 +93,43 @@ static size_t block_bytes(inf_dtype type) { return (has_mins(type) ? 3 : 2) * (s
 /* ------------------------------------------------------------------ packing */
 
 /* Super-block b of rows [r, r + nr) into dst (block_bytes; missing rows
- * are zeros). */
+ * are zeros), from the file's rows or from Q4_K's packed groups. */
 static void pack_block(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
     const bool mins = has_mins(w->type);
-    uint8_t codes[TILE][INF_QK_K] __attribute__((aligned(64)));
     uint8_t quads[INF_QK_K / 4][64] __attribute__((aligned(64))); /* [quad][row][4] codes */
-    int32_t scale[TILE][16], coef[TILE][16];
+    int32_t scale[16][TILE] __attribute__((aligned(64))), coef[16][TILE] __attribute__((aligned(64))); /* [group][row] */
     float d[TILE], dmin[TILE];
-    const size_t wb = inf_dtype_block_bytes(w->type);
-    for (int i = 0; i < TILE; i++) {
-        if (i < nr) {
-            inf_avx512_unpack_kquant(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb,
-                                     codes[i], scale[i], coef[i], &d[i], &dmin[i]);
-        } else {
-            memset(codes[i], 0, sizeof codes[i]);
-            memset(scale[i], 0, sizeof scale[i]);
-            memset(coef[i], 0, sizeof coef[i]);
-            d[i] = dmin[i] = 0.0f;
+    if (w->packed_format == INF_X86_PACKED_GROUPS) {
+        const char *group = (const char *)w->packed + (size_t)(r / TILE) * inf_x86_packed_group_bytes(w->type, w->cols);
+        inf_avx512_unpack_q4k_packed(group + (size_t)b * INF_X86_Q4K_BLOCK, quads[0], scale[0], coef[0], d, dmin);
+    } else {
+        uint8_t codes[TILE][INF_QK_K] __attribute__((aligned(64)));
+        const size_t wb = inf_dtype_block_bytes(w->type);
+        for (int i = 0; i < TILE; i++) {
+            if (i < nr) {
+                inf_avx512_unpack_kquant(w->type, (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb,
+                                         codes[i], scale[i], coef[i], &d[i], &dmin[i]);
+            } else {
+                memset(codes[i], 0, sizeof codes[i]);
+                memset(scale[i], 0, sizeof scale[i]);
+                memset(coef[i], 0, sizeof coef[i]);
+                d[i] = dmin[i] = 0.0f;
+            }
+        }
+        /* codes, scales and coefs to [.][row] order, 16 x 16 int32 at a time */
+        __m512i v[TILE];
+        for (int j = 0; j < INF_QK_K / 64; j++) {
+            for (int i = 0; i < TILE; i++) v[i] = _mm512_load_si512(codes[i] + 64 * j);
+            inf_avx512_transpose16(v);
+            for (int c = 0; c < 16; c++) _mm512_store_si512(quads[16 * j + c], v[c]);
+        }
+        for (int t = 0; t < 2; t++) {
+            int32_t(*m)[TILE] = t ? coef : scale;
+            for (int i = 0; i < TILE; i++) v[i] = _mm512_load_si512(m[i]);
+            inf_avx512_transpose16(v);
+            for (int g = 0; g < 16; g++) _mm512_store_si512(m[g], v[g]);
         }
     }
-    /* codes, scales and coefs to [.][row] order, 16 x 16 int32 at a time */
-    __m512i v[TILE], sc32s[TILE], cf32s[TILE];
-    for (int j = 0; j < INF_QK_K / 64; j++) {
-        for (int i = 0; i < TILE; i++) v[i] = _mm512_load_si512(codes[i] + 64 * j);
-        inf_avx512_transpose16(v);
-        for (int c = 0; c < 16; c++) _mm512_store_si512(quads[16 * j + c], v[c]);
-    }
-    for (int i = 0; i < TILE; i++) {
-        sc32s[i] = _mm512_loadu_si512(scale[i]);
-        cf32s[i] = _mm512_loadu_si512(coef[i]);
-    }
-    inf_avx512_transpose16(sc32s);
-    inf_avx512_transpose16(cf32s);
     /* A quad vector's bytes widened by unpacklo (unpackhi) with zero: int16
      * lane j is row 4 (j / 8) + (j % 8) / 4 (plus 2); PACKSSWB of the two
      * halves puts the bytes back in row order. */
@@ -127,7 +138,7 @@ static void pack_block(const inf_weight *w, int64_t r, int nr, int64_t b, char *
     const __m512i idx_lo = _mm512_loadu_si512(rows_lo), idx_hi = _mm512_add_epi16(idx_lo, _mm512_set1_epi16(2));
     char *hi = dst, *lo = dst + KQ_PLANE, *mn = dst + 2 * KQ_PLANE;
     for (int g = 0; g < 16; g++) {
-        const __m512i sc32 = sc32s[g], cf32 = cf32s[g];
+        const __m512i sc32 = _mm512_load_si512(scale[g]), cf32 = _mm512_load_si512(coef[g]);
         const __m512i sc = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(sc32));
         const __m512i cf = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(mins ? _mm512_setzero_si512() : cf32));
         const __m512i sc_lo = _mm512_permutexvar_epi16(idx_lo, sc), sc_hi = _mm512_permutexvar_epi16(idx_hi, sc);
@@ -382,6 +393,11 @@ void inf_amx_kquant_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int6
                          void *pack) {
     if (is_q81(w->type)) {
         q81_gemm(w, a, r0, r1, y, y_stride, pack);
+        return;
+    }
+    if (r1 - r0 > INF_X86_GEMM_ROWS) { /* packed at load (Q4_K): any range, a panel at a time */
+        for (int64_t r = r0; r < r1; r += INF_X86_GEMM_ROWS)
+            inf_amx_kquant_gemm(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride, pack);
         return;
     }
     const int64_t nb = w->cols / INF_QK_K;
