@@ -10,19 +10,29 @@
 #include <string.h>
 
 static const char *usage_text =
-    "usage: inferno quantize IN.gguf OUT.gguf q8_0|q4_0|q6_k|q4_k_m|q5_k_m [-t THREADS]\n"
+    "usage: inferno quantize IN.gguf OUT.gguf TYPE [-t THREADS]\n"
     "\n"
     "Quantizes the matrices of IN (f32, f16 or bf16) as llama.cpp's llama-quantize\n"
     "does without an importance matrix, block for block, and writes OUT through a\n"
-    "temporary file. TYPE is the mix, as llama-quantize names it:\n"
-    "  q8_0   every matrix Q8_0\n"
-    "  q4_0   every matrix Q4_0; the output head (or the tied embedding) Q6_K\n"
-    "  q6_k   every matrix Q6_K\n"
-    "  q4_k_m Q4_K; Q6_K for the output head and for attn_v and ffn_down in the\n"
-    "         first and last eighth of the layers and every third in between\n"
-    "  q5_k_m the same with Q5_K\n"
-    "Rows that are not whole blocks fall back as llama.cpp's do (Q4_K to Q5_0,\n"
-    "Q5_K to Q5_1, Q6_K to Q8_0, then F16). Norms and other vectors are copied.\n"
+    "temporary file. TYPE is the mix, as llama-quantize names it; in every mix but\n"
+    "q8_0 the output head (or the tied embedding) is Q6_K:\n"
+    "  q8_0 q4_0 q4_1 q5_0 q5_1 q6_k   every other matrix of that type\n"
+    "  iq4_nl iq4_xs   that type; Q5_K for ffn_down in the first eighth of the\n"
+    "                  layers, and for attn_v when 4 or more query heads share a KV head\n"
+    "  q2_k     Q2_K; Q3_K for attn_output and ffn_down, and for attn_v (Q4_K when\n"
+    "           4 or more query heads share a KV head)\n"
+    "  q3_k_s   every other matrix Q3_K\n"
+    "  q3_k_m   Q3_K; Q4_K for attn_output and ffn_down (Q5_K in the first\n"
+    "           sixteenth of the layers), attn_v Q5_K in layers 0-1, Q4_K after\n"
+    "  q3_k_l   Q3_K; Q5_K for attn_v, attn_output and ffn_down\n"
+    "  q4_k_s   Q4_K; Q5_K for attn_v in layers 0-3 and ffn_down in the first eighth\n"
+    "  q4_k_m   Q4_K; Q6_K for attn_v and ffn_down in the first and last eighth of\n"
+    "           the layers and every third in between\n"
+    "  q5_k_s   every other matrix Q5_K\n"
+    "  q5_k_m   as q4_k_m with Q5_K\n"
+    "Rows that are not whole blocks fall back as llama.cpp's do (IQ4_XS to IQ4_NL,\n"
+    "Q2_K and Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, then F16).\n"
+    "Norms and other vectors are copied.\n"
     "  -t THREADS   threads quantizing rows (default 2)\n";
 
 int cmd_quantize(int argc, char **argv) {
@@ -47,11 +57,17 @@ int cmd_quantize(int argc, char **argv) {
         pos[n_pos++] = a;
     }
     if (n_pos != 3) return cli_fail(EXIT_USAGE, "quantize", "give IN.gguf OUT.gguf TYPE (see --help)");
-    static const char *const known[] = {"q8_0", "q4_0", "q6_k", "q4_k_m", "q5_k_m"};
+    static const char *const known[] = {"q8_0",   "q4_0",   "q4_1",   "q5_0",   "q5_1",   "iq4_nl",
+                                        "iq4_xs", "q2_k",   "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s",
+                                        "q4_k_m", "q5_k_s", "q5_k_m", "q6_k"};
     const char *mix = NULL;
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(pos[2], known[i])) mix = known[i];
-    if (!mix) return cli_fail(EXIT_USAGE, "quantize", "TYPE wants q8_0, q4_0, q6_k, q4_k_m or q5_k_m, got '%s'", pos[2]);
+    if (!mix)
+        return cli_fail(EXIT_USAGE, "quantize",
+                        "TYPE wants q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q2_k, q3_k_s, q3_k_m, q3_k_l, "
+                        "q4_k_s, q4_k_m, q5_k_s, q5_k_m or q6_k, got '%s'",
+                        pos[2]);
     cli_progress bar;
     cli_progress_begin(&bar, "quantizing");
     inf_error err = {0};

@@ -24,7 +24,7 @@ static const command commands[] = {
     {"template", cmd_template, "render a chat request with the model's chat template"},
     {"bench", cmd_bench, "measure prefill and decode speed"},
     {"synth", cmd_synth, "write a synthetic Qwen3 GGUF with random weights"},
-    {"quantize", cmd_quantize, "quantize a GGUF as llama.cpp does (q8_0 q4_0 q6_k q4_k_m q5_k_m)"},
+    {"quantize", cmd_quantize, "quantize a GGUF as llama.cpp does (its q2_k .. q8_0, iq4_nl, iq4_xs mixes)"},
     {"convert", cmd_convert, "write a Hugging Face checkpoint directory as a GGUF"},
 };
 

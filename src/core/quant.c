@@ -613,10 +613,11 @@ static void quantize_weight_q5_1(const float *x, inf_block_q5_1 *y, int64_t n) {
     }
 }
 
-/* ggml's make_qkx2_quants (use_mad false): codes L in [0, nmax] and a
- * scale and min for n weighted values, searched over nstep + 1 scales. */
+/* ggml's make_qkx2_quants: codes L in [0, nmax] and a scale and min for n
+ * weighted values, searched over nstep + 1 scales; the error is weighted
+ * absolute (use_mad, Q2_K) or squared (Q4_K, Q5_K). */
 static float make_qkx2_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min,
-                              uint8_t *Laux, float rmin, float rdelta, int nstep) {
+                              uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad) {
     float min = x[0], max = x[0], sum_w = weights[0], sum_x = sum_w * x[0];
     for (int i = 1; i < n; i++) {
         if (x[i] < min) min = x[i];
@@ -636,7 +637,7 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
         const int l = nearest_int(iscale * (x[i] - min));
         L[i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
         float diff = scale * (float)L[i] + min - x[i];
-        diff = diff * diff;
+        diff = use_mad ? fabsf(diff) : diff * diff;
         best_error += weights[i] * diff;
     }
     for (int is = 0; is <= nstep; is++) {
@@ -662,7 +663,7 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
             float cur_error = 0;
             for (int i = 0; i < n; i++) {
                 float diff = this_scale * (float)Laux[i] + this_min - x[i];
-                diff = diff * diff;
+                diff = use_mad ? fabsf(diff) : diff * diff;
                 cur_error += weights[i] * diff;
             }
             if (cur_error < best_error) {
@@ -693,7 +694,7 @@ static void quantize_weight_q45_K(const float *x, void *out, int64_t n, bool fiv
             const float av_x = sqrtf(sum_x2 / 32);
             for (int l = 0; l < 32; l++) weights[l] = av_x + fabsf(x[32 * j + l]);
             scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, five ? -0.5f : -1.0f,
-                                         0.1f, five ? 15 : 20);
+                                         0.1f, five ? 15 : 20, false);
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -742,6 +743,280 @@ static void quantize_weight_q45_K(const float *x, void *out, int64_t n, bool fiv
     }
 }
 
+/* Q4_1: d = (max - min) / 15, m = min, q = min(15, (int8)((x - min) / d + 0.5)). */
+static void quantize_weight_q4_1(const float *x, inf_block_q4_1 *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK; b++) {
+        const float *xb = x + b * INF_QK;
+        float min = FLT_MAX, max = -FLT_MAX;
+        for (int i = 0; i < INF_QK; i++) {
+            if (xb[i] < min) min = xb[i];
+            if (xb[i] > max) max = xb[i];
+        }
+        const float d = (max - min) / 15, id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = inf_f32_to_f16(d);
+        y[b].m = inf_f32_to_f16(min);
+        for (int j = 0; j < 16; j++) {
+            const int8_t v0 = (int8_t)clampf((xb[j] - min) * id + 0.5f, 0.0f, 127.0f),
+                         v1 = (int8_t)clampf((xb[j + 16] - min) * id + 0.5f, 0.0f, 127.0f);
+            y[b].qs[j] = (uint8_t)((v0 < 15 ? v0 : 15) | (v1 < 15 ? v1 : 15) << 4);
+        }
+    }
+}
+
+/* The 2-bit codes of Q2_K and Q3_K: element j + 32 k of each half
+ * super-block (k = 0..3) in bits 2k of byte j. */
+static void pack_2bit_codes(const uint8_t L[INF_QK_K], uint8_t qs[64]) {
+    for (int j = 0; j < INF_QK_K; j += 128)
+        for (int l = 0; l < 32; l++)
+            qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+}
+
+/* Q2_K: per 16-sub-block make_qkx2_quants (weights |x|, absolute error),
+ * scales and mins to 4 bits against their maxima, then the codes again. */
+static void quantize_weight_q2_K(const float *x, inf_block_q2_K *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK_K; b++, x += INF_QK_K) {
+        inf_block_q2_K *yb = &y[b];
+        uint8_t L[INF_QK_K], Laux[16];
+        float weights[16], mins[16], scales[16], max_scale = 0, max_min = 0;
+        for (int j = 0; j < 16; j++) {
+            for (int l = 0; l < 16; l++) weights[l] = fabsf(x[16 * j + l]);
+            scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, true);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        if (max_scale > 0) {
+            const float iscale = 15.0f / max_scale;
+            for (int j = 0; j < 16; j++) yb->scales[j] = (uint8_t)nearest_int(iscale * scales[j]);
+            yb->d = inf_f32_to_f16(max_scale / 15.0f);
+        } else {
+            memset(yb->scales, 0, sizeof yb->scales);
+            yb->d = inf_f32_to_f16(0.0f);
+        }
+        if (max_min > 0) {
+            const float iscale = 15.0f / max_min;
+            for (int j = 0; j < 16; j++) yb->scales[j] |= (uint8_t)(nearest_int(iscale * mins[j]) << 4);
+            yb->dmin = inf_f32_to_f16(max_min / 15.0f);
+        } else {
+            yb->dmin = inf_f32_to_f16(0.0f);
+        }
+        for (int j = 0; j < 16; j++) {
+            const float d = inf_f16_to_f32(yb->d) * (float)(yb->scales[j] & 0xF);
+            if (d == 0.0f) continue;
+            const float dm = inf_f16_to_f32(yb->dmin) * (float)(yb->scales[j] >> 4);
+            for (int i = 0; i < 16; i++) {
+                const int l = nearest_int((x[16 * j + i] + dm) / d);
+                L[16 * j + i] = (uint8_t)(l < 0 ? 0 : l > 3 ? 3 : l);
+            }
+        }
+        pack_2bit_codes(L, yb->qs);
+    }
+}
+
+/* ggml's make_q3_quants with do_rmse (weights x^2): codes in [-nmax, nmax)
+ * refined one element at a time for at most 5 passes, stored + nmax (all 0
+ * for a group of zeros); returns the least-squares scale. */
+static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
+    float max = 0.0f, amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < GROUP_MAX_EPS) {
+        for (int i = 0; i < n; i++) L[i] = 0;
+        return 0.0f;
+    }
+    const float iscale = -nmax / max;
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = nearest_int(iscale * x[i]);
+        l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+        L[i] = (int8_t)l;
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * (float)l;
+        suml2 += w * (float)l * (float)l;
+    }
+    for (int pass = 0; pass < 5; pass++) {
+        int n_changed = 0;
+        for (int i = 0; i < n; i++) {
+            const float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * (float)L[i];
+            if (slx <= 0) continue;
+            float sl2 = suml2 - w * (float)L[i] * (float)L[i];
+            int new_l = nearest_int(x[i] * sl2 / slx);
+            new_l = new_l < -nmax ? -nmax : new_l > nmax - 1 ? nmax - 1 : new_l;
+            if (new_l == L[i]) continue;
+            slx += w * x[i] * (float)new_l;
+            sl2 += w * (float)new_l * (float)new_l;
+            if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                L[i] = (int8_t)new_l;
+                sumlx = slx;
+                suml2 = sl2;
+                n_changed++;
+            }
+        }
+        if (!n_changed) break;
+    }
+    for (int i = 0; i < n; i++) L[i] = (int8_t)(L[i] + nmax);
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* Q3_K (ggml's quantize_row_q3_K_ref, what quantize_q3_K runs without an
+ * importance matrix): per 16-sub-block make_q3_quants, the signed scales to
+ * 6 bits against the largest in magnitude, then the codes again; the
+ * third bit of each code goes to hmask. */
+static void quantize_weight_q3_K(const float *x, inf_block_q3_K *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK_K; b++, x += INF_QK_K) {
+        inf_block_q3_K *yb = &y[b];
+        int8_t L[INF_QK_K];
+        float scales[16], max_scale = 0, amax = 0;
+        for (int j = 0; j < 16; j++) {
+            scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+            if (fabsf(scales[j]) > amax) {
+                amax = fabsf(scales[j]);
+                max_scale = scales[j];
+            }
+        }
+        memset(yb->scales, 0, sizeof yb->scales);
+        if (max_scale != 0.0f) {
+            const float iscale = -32.0f / max_scale;
+            for (int j = 0; j < 16; j++) {
+                int l = nearest_int(iscale * scales[j]);
+                l = (l < -32 ? -32 : l > 31 ? 31 : l) + 32;
+                if (j < 8) yb->scales[j] = (uint8_t)(l & 0xF);
+                else yb->scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
+                yb->scales[j % 4 + 8] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
+            }
+            yb->d = inf_f32_to_f16(1 / iscale);
+        } else {
+            yb->d = inf_f32_to_f16(0.0f);
+        }
+        int8_t sc[16];
+        inf_q3k_scales(yb->scales, sc);
+        for (int j = 0; j < 16; j++) {
+            const float d = inf_f16_to_f32(yb->d) * (float)sc[j];
+            if (d == 0.0f) continue;
+            for (int i = 0; i < 16; i++) {
+                const int l = nearest_int(x[16 * j + i] / d);
+                L[16 * j + i] = (int8_t)((l < -4 ? -4 : l > 3 ? 3 : l) + 4);
+            }
+        }
+        uint8_t codes[INF_QK_K];
+        memset(yb->hmask, 0, sizeof yb->hmask);
+        for (int j = 0; j < INF_QK_K; j++) { /* bit j / 32 of hmask[j % 32] */
+            codes[j] = (uint8_t)L[j];
+            if (codes[j] > 3) {
+                yb->hmask[j % 32] |= (uint8_t)(1u << (j / 32));
+                codes[j] -= 4;
+            }
+        }
+        pack_2bit_codes(codes, yb->qs);
+    }
+}
+
+/* The index of the IQ4_NL value nearest to x (ggml's best_index_int8: the
+ * lower one of a tie). */
+static int iq4nl_nearest(float x) {
+    const int8_t *v = inf_iq4nl_values;
+    if (x <= v[0]) return 0;
+    if (x >= v[15]) return 15;
+    int lo = 0, hi = 15;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (x < v[mid]) hi = mid;
+        else lo = mid;
+    }
+    return x - v[hi - 1] < v[hi] - x ? hi - 1 : hi;
+}
+
+/* IQ4_NL (n_sub 1: one block of 32) and IQ4_XS (n_sub 8: a super-block of
+ * 256) as ggml's quantize_iq4_nl / quantize_iq4_xs run without an
+ * importance matrix (quantize_row_iq4_nl_impl, ntry 7, weights x^2): per
+ * 32-block the scale that makes the largest element the grid's end, then
+ * the best of 15 scales around it by weighted least squares; IQ4_XS then
+ * puts the block scales to 6 bits against the largest in magnitude. */
+static void quantize_iq4_super_block(const float *x, int n_sub, inf_f16 *dh, uint8_t *qs, uint16_t *scales_h,
+                                     uint8_t *scales_l) {
+    const int8_t *values = inf_iq4nl_values;
+    uint8_t L[INF_QK_K];
+    float scales[8], weight[INF_QK], max_scale = 0, amax_scale = 0;
+    for (int ib = 0; ib < n_sub; ib++) {
+        const float *xb = x + INF_QK * ib;
+        uint8_t *Lb = L + INF_QK * ib;
+        float amax = 0, max = 0;
+        for (int j = 0; j < INF_QK; j++) {
+            weight[j] = xb[j] * xb[j];
+            if (fabsf(xb[j]) > amax) {
+                amax = fabsf(xb[j]);
+                max = xb[j];
+            }
+        }
+        if (amax < GROUP_MAX_EPS) {
+            scales[ib] = 0;
+            continue;
+        }
+        float d = -max / values[0], id = 1 / d, sumqx = 0, sumq2 = 0;
+        for (int j = 0; j < INF_QK; j++) {
+            Lb[j] = (uint8_t)iq4nl_nearest(id * xb[j]);
+            const float q = values[Lb[j]];
+            sumqx += weight[j] * q * xb[j];
+            sumq2 += weight[j] * q * q;
+        }
+        d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
+        float best = d * sumqx;
+        for (int itry = -7; itry <= 7; itry++) {
+            id = (float)(itry + values[0]) / max;
+            sumqx = sumq2 = 0;
+            for (int j = 0; j < INF_QK; j++) {
+                const float q = values[iq4nl_nearest(id * xb[j])];
+                sumqx += weight[j] * q * xb[j];
+                sumq2 += weight[j] * q * q;
+            }
+            if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                d = sumqx / sumq2;
+                best = d * sumqx;
+            }
+        }
+        scales[ib] = d;
+        if (fabsf(d) > amax_scale) {
+            amax_scale = fabsf(d);
+            max_scale = d;
+        }
+    }
+    if (n_sub > 1) {
+        const float d = -max_scale / 32, id = d != 0.0f ? 1 / d : 0.0f;
+        *dh = inf_f32_to_f16(d);
+        *scales_h = 0;
+        for (int ib = 0; ib < n_sub; ib++) {
+            int l = nearest_int(id * scales[ib]);
+            l = l < -32 ? -32 : l > 31 ? 31 : l;
+            const float dl = d * (float)l, idl = dl != 0.0f ? 1 / dl : 0.0f;
+            for (int j = 0; j < INF_QK; j++) L[INF_QK * ib + j] = (uint8_t)iq4nl_nearest(idl * x[INF_QK * ib + j]);
+            l += 32;
+            if (ib % 2 == 0) scales_l[ib / 2] = (uint8_t)(l & 0xF);
+            else scales_l[ib / 2] |= (uint8_t)((l & 0xF) << 4);
+            *scales_h |= (uint16_t)((l >> 4) << (2 * ib));
+        }
+    } else {
+        *dh = inf_f32_to_f16(scales[0]);
+        const float id = scales[0] != 0.0f ? 1 / scales[0] : 0.0f;
+        for (int j = 0; j < INF_QK; j++) L[j] = (uint8_t)iq4nl_nearest(id * x[j]);
+    }
+    for (int i = 0; i < n_sub; i++)
+        for (int j = 0; j < 16; j++) qs[16 * i + j] = (uint8_t)(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
+}
+
+static void quantize_weight_iq4_nl(const float *x, inf_block_iq4_nl *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK; b++) quantize_iq4_super_block(x + b * INF_QK, 1, &y[b].d, y[b].qs, NULL, NULL);
+}
+
+static void quantize_weight_iq4_xs(const float *x, inf_block_iq4_xs *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK_K; b++)
+        quantize_iq4_super_block(x + b * INF_QK_K, 8, &y[b].d, y[b].qs, &y[b].scales_h, y[b].scales_l);
+}
+
 bool inf_quantize_weight_row(inf_dtype type, const float *x, void *y, int64_t n) {
     if (n % inf_dtype_block_elems(type) != 0) return false;
     switch (type) {
@@ -750,6 +1025,11 @@ bool inf_quantize_weight_row(inf_dtype type, const float *x, void *y, int64_t n)
     case INF_DTYPE_Q6_K: quantize_weight_q6_K(x, y, n); return true;
     case INF_DTYPE_Q5_0: quantize_weight_q5_0(x, y, n); return true;
     case INF_DTYPE_Q5_1: quantize_weight_q5_1(x, y, n); return true;
+    case INF_DTYPE_Q4_1: quantize_weight_q4_1(x, y, n); return true;
+    case INF_DTYPE_IQ4_NL: quantize_weight_iq4_nl(x, y, n); return true;
+    case INF_DTYPE_IQ4_XS: quantize_weight_iq4_xs(x, y, n); return true;
+    case INF_DTYPE_Q2_K: quantize_weight_q2_K(x, y, n); return true;
+    case INF_DTYPE_Q3_K: quantize_weight_q3_K(x, y, n); return true;
     case INF_DTYPE_Q4_K: quantize_weight_q45_K(x, y, n, false); return true;
     case INF_DTYPE_Q5_K: quantize_weight_q45_K(x, y, n, true); return true;
     case INF_DTYPE_F16:

@@ -163,9 +163,10 @@ void inf_dequantize_row_quant(inf_dtype type, const void *w, float *y, int64_t n
 float inf_quant_dot(inf_dtype type, const void *w, const void *act, int64_t n);
 
 /* A row of n weights quantized as llama.cpp's quantizer does without an
- * importance matrix (ggml's quantize_row_*_ref: bit-identical blocks), for
- * Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and F16; false for another type
- * or when n is not whole blocks. */
+ * importance matrix (what ggml_quantize_chunk runs then: quantize_row_*_ref,
+ * and for IQ4_NL / IQ4_XS quantize_iq4_nl / quantize_iq4_xs; bit-identical
+ * blocks), for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K .. Q6_K, IQ4_XS
+ * and F16; false for another type or when n is not whole blocks. */
 bool inf_quantize_weight_row(inf_dtype type, const float *x, void *y, int64_t n);
 
 /* The 6-bit scale and min j (0..7) of a Q4_K / Q5_K super-block. */

@@ -4,17 +4,19 @@
  * importance matrix, so the output's tensors are llama.cpp's bit for bit:
  *   - which tensors: those of 2 or more dimensions whose name ends in
  *     "weight" and does not contain "_norm.weight"; the others are copied;
- *   - the type of each (llama-quant.cpp's rules for these mixes, for a
- *     dense model like Qwen3): the mix's type, except the output head
- *     (output.weight, or token_embd.weight when the output is tied to it),
- *     which becomes Q6_K unless the mix is Q8_0, or Q8_0 when its rows are
- *     not a multiple of 256; in the _M mixes, attn_v and ffn_down of the
- *     layers use_more_bits picks (numbered in file order, as llama.cpp
- *     visits tensors) become Q6_K; then a type whose block does not divide
- *     the row falls back (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, then
- *     F16);
- *   - the blocks: ggml's reference quantizers (core/quant.h
- *     inf_quantize_weight_row), row by row on a thread pool;
+ *   - the type of each (llama-quant.cpp's llama_tensor_get_type for a dense
+ *     model like Qwen3, target_type below): the mix's type, except the
+ *     output head (output.weight, or token_embd.weight when the output is
+ *     tied to it), which becomes Q6_K unless the mix is Q8_0, or Q8_0 when
+ *     its rows are not whole blocks of the mix's type; attn_v, attn_output
+ *     and ffn_down get more bits in some mixes, some by layer
+ *     (use_more_bits, the first eighth or sixteenth, the first 2 or 4
+ *     attn_v) and some by n_gqa; then a type whose block does not divide
+ *     the row falls back (IQ4_XS to IQ4_NL, Q2_K and Q3_K to Q4_0, Q4_K to
+ *     Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, then F16);
+ *   - the blocks: the quantizers ggml_quantize_chunk runs without an
+ *     importance matrix (core/quant.h inf_quantize_weight_row), row by row
+ *     on a thread pool;
  *   - the metadata: every key of the input, in order, with
  *     general.file_type set to the mix's llama_ftype and
  *     general.quantization_version to 2; tensors in the input's order.
@@ -28,24 +30,52 @@
 #include "core/quant.h"
 #include "io/gguf_split.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The mixes: llama-quantize's name, the type of most matrices, the
- * llama_ftype (llama.h LLAMA_FTYPE_MOSTLY_*) and whether attn_v and
- * ffn_down get Q6_K in some layers (the _M mixes). */
+/* llama.h's llama_ftype of each mix written here (LLAMA_FTYPE_MOSTLY_*),
+ * which is also general.file_type. */
+typedef enum mix_ftype {
+    FTYPE_Q4_0 = 2,
+    FTYPE_Q4_1 = 3,
+    FTYPE_Q8_0 = 7,
+    FTYPE_Q5_0 = 8,
+    FTYPE_Q5_1 = 9,
+    FTYPE_Q2_K = 10,
+    FTYPE_Q3_K_S = 11,
+    FTYPE_Q3_K_M = 12,
+    FTYPE_Q3_K_L = 13,
+    FTYPE_Q4_K_S = 14,
+    FTYPE_Q4_K_M = 15,
+    FTYPE_Q5_K_S = 16,
+    FTYPE_Q5_K_M = 17,
+    FTYPE_Q6_K = 18,
+    FTYPE_IQ4_NL = 25,
+    FTYPE_IQ4_XS = 30,
+} mix_ftype;
+
+/* The mixes: llama-quantize's name, the type of most matrices
+ * (llama_ftype_get_default_type) and the llama_ftype. */
 typedef struct quant_mix {
     const char *name;
     inf_dtype type;
-    uint32_t ftype;
-    bool more_bits;
+    mix_ftype ftype;
 } quant_mix;
 
 static const quant_mix mixes[] = {
-    {"q8_0", INF_DTYPE_Q8_0, 7, false},   {"q4_0", INF_DTYPE_Q4_0, 2, false},
-    {"q6_k", INF_DTYPE_Q6_K, 18, false},  {"q4_k_m", INF_DTYPE_Q4_K, 15, true},
-    {"q5_k_m", INF_DTYPE_Q5_K, 17, true},
+    {"q8_0", INF_DTYPE_Q8_0, FTYPE_Q8_0},       {"q4_0", INF_DTYPE_Q4_0, FTYPE_Q4_0},
+    {"q4_1", INF_DTYPE_Q4_1, FTYPE_Q4_1},       {"q5_0", INF_DTYPE_Q5_0, FTYPE_Q5_0},
+    {"q5_1", INF_DTYPE_Q5_1, FTYPE_Q5_1},       {"iq4_nl", INF_DTYPE_IQ4_NL, FTYPE_IQ4_NL},
+    {"iq4_xs", INF_DTYPE_IQ4_XS, FTYPE_IQ4_XS}, {"q2_k", INF_DTYPE_Q2_K, FTYPE_Q2_K},
+    {"q3_k_s", INF_DTYPE_Q3_K, FTYPE_Q3_K_S},   {"q3_k_m", INF_DTYPE_Q3_K, FTYPE_Q3_K_M},
+    {"q3_k_l", INF_DTYPE_Q3_K, FTYPE_Q3_K_L},   {"q4_k_s", INF_DTYPE_Q4_K, FTYPE_Q4_K_S},
+    {"q4_k_m", INF_DTYPE_Q4_K, FTYPE_Q4_K_M},   {"q5_k_s", INF_DTYPE_Q5_K, FTYPE_Q5_K_S},
+    {"q5_k_m", INF_DTYPE_Q5_K, FTYPE_Q5_K_M},   {"q6_k", INF_DTYPE_Q6_K, FTYPE_Q6_K},
 };
+
+#define MIX_NAMES \
+    "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k"
 
 static bool ends_with(const char *s, const char *suffix) {
     const size_t n = strlen(s), m = strlen(suffix);
@@ -61,40 +91,91 @@ static bool quantizable(const gguf_tensor *t) {
     return t->n_dims >= 2 && ends_with(name, "weight") && !strstr(name, "_norm.weight");
 }
 
-/* Counters of llama.cpp's quantize state: tensors are visited in the
- * file's order, and attn_v / ffn_down are numbered in that order (checked
- * on a 28-layer file, where name order would differ). */
+/* llama.cpp's attn_v-like tensors (category_is_attn_v): the fused qkv and
+ * kv_b projections share attn_v's rules and its counter. */
+static bool is_attn_v(const char *name) {
+    return strstr(name, "attn_qkv.weight") || strstr(name, "attn_kv_b.weight") || strstr(name, "attn_v.weight");
+}
+
+/* What llama.cpp's quantize state knows of the model: n_gqa (query heads
+ * per KV head) and the counters. Tensors are visited in the file's order,
+ * and attn_v and ffn_down are numbered in that order (checked on a
+ * 28-layer file, where name order would differ); n_attn_v counts the
+ * attn_v-like tensors, n_ffn_down is the layer count. */
 typedef struct mix_state {
+    int n_gqa;
     int i_attn_v, n_attn_v, i_ffn_down, n_ffn_down;
 } mix_state;
 
-/* The type llama.cpp gives tensor t of file f for a mix (visited in order). */
+/* llama-quant.cpp's tensor_type_fallback for rows that are not whole
+ * blocks: the 256-types fall back to a 32-type, then to F16. */
+static inf_dtype fallback_type(inf_dtype type, uint64_t cols) {
+    if (cols % (uint64_t)inf_dtype_block_elems(type) == 0) return type;
+    switch (type) {
+    case INF_DTYPE_IQ4_XS: type = INF_DTYPE_IQ4_NL; break;
+    case INF_DTYPE_Q2_K: case INF_DTYPE_Q3_K: type = INF_DTYPE_Q4_0; break;
+    case INF_DTYPE_Q4_K: type = INF_DTYPE_Q5_0; break;
+    case INF_DTYPE_Q5_K: type = INF_DTYPE_Q5_1; break;
+    case INF_DTYPE_Q6_K: type = INF_DTYPE_Q8_0; break;
+    default: break;
+    }
+    return cols % (uint64_t)inf_dtype_block_elems(type) == 0 ? type : INF_DTYPE_F16;
+}
+
+/* The type llama.cpp gives tensor t of file f for a mix (visited in order):
+ * llama_tensor_get_type_impl's rules for a dense model that is not Falcon
+ * and not LLM_TYPE_70B (no Qwen3 is), without an importance matrix. */
 static inf_dtype target_type(const gguf_file *f, const gguf_tensor *t, const quant_mix *mix, mix_state *ms) {
     const char *name = t->name.data;
     if (!quantizable(t)) return t->type;
+    const mix_ftype ft = mix->ftype;
     inf_dtype type = mix->type;
     const bool tied = gguf_find_tensor(f, "output.weight") == NULL;
     if (!strcmp(name, "output.weight") || (tied && !strcmp(name, "token_embd.weight"))) {
-        if (t->ne[0] % INF_QK_K != 0) type = INF_DTYPE_Q8_0;
+        if (t->ne[0] % (uint64_t)inf_dtype_block_elems(type) != 0) type = INF_DTYPE_Q8_0;
         else if (type != INF_DTYPE_Q8_0) type = INF_DTYPE_Q6_K;
-    } else if (strstr(name, "attn_v.weight")) {
-        if (mix->more_bits && use_more_bits(ms->i_attn_v, ms->n_attn_v)) type = INF_DTYPE_Q6_K;
-        ms->i_attn_v++;
+    } else if (!strcmp(name, "token_embd.weight")) {
+        /* an untied embedding keeps the mix's type */
+    } else if (is_attn_v(name)) {
+        const int i = ms->i_attn_v++;
+        if (ft == FTYPE_Q2_K) type = ms->n_gqa >= 4 ? INF_DTYPE_Q4_K : INF_DTYPE_Q3_K;
+        else if (ft == FTYPE_Q3_K_M) type = i < 2 ? INF_DTYPE_Q5_K : INF_DTYPE_Q4_K;
+        else if (ft == FTYPE_Q3_K_L) type = INF_DTYPE_Q5_K;
+        else if ((ft == FTYPE_IQ4_NL || ft == FTYPE_IQ4_XS) && ms->n_gqa >= 4) type = INF_DTYPE_Q5_K;
+        else if ((ft == FTYPE_Q4_K_M || ft == FTYPE_Q5_K_M) && use_more_bits(i, ms->n_attn_v)) type = INF_DTYPE_Q6_K;
+        else if (ft == FTYPE_Q4_K_S && i < 4) type = INF_DTYPE_Q5_K;
+    } else if (strstr(name, "attn_output.weight")) {
+        if (ft == FTYPE_Q2_K) type = INF_DTYPE_Q3_K;
+        else if (ft == FTYPE_Q3_K_M) type = INF_DTYPE_Q4_K;
+        else if (ft == FTYPE_Q3_K_L) type = INF_DTYPE_Q5_K;
     } else if (strstr(name, "ffn_down")) {
-        if (mix->more_bits && use_more_bits(ms->i_ffn_down, ms->n_ffn_down)) type = INF_DTYPE_Q6_K;
-        ms->i_ffn_down++;
+        const int i = ms->i_ffn_down++, n = ms->n_ffn_down;
+        if (ft == FTYPE_Q2_K) type = INF_DTYPE_Q3_K;
+        else if (ft == FTYPE_Q3_K_M) type = i < n / 16 ? INF_DTYPE_Q5_K : INF_DTYPE_Q4_K;
+        else if (ft == FTYPE_Q3_K_L) type = INF_DTYPE_Q5_K;
+        else if ((ft == FTYPE_Q4_K_M || ft == FTYPE_Q5_K_M) && use_more_bits(i, n)) type = INF_DTYPE_Q6_K;
+        else if ((ft == FTYPE_IQ4_NL || ft == FTYPE_IQ4_XS || ft == FTYPE_Q4_K_S) && i < n / 8) type = INF_DTYPE_Q5_K;
     }
-    /* rows that are not whole blocks: llama.cpp's fallbacks, then F16 */
-    if (t->ne[0] % (uint64_t)inf_dtype_block_elems(type) != 0) {
-        switch (type) {
-        case INF_DTYPE_Q4_K: type = INF_DTYPE_Q5_0; break;
-        case INF_DTYPE_Q5_K: type = INF_DTYPE_Q5_1; break;
-        case INF_DTYPE_Q6_K: type = INF_DTYPE_Q8_0; break;
-        default: break;
-        }
-        if (t->ne[0] % (uint64_t)inf_dtype_block_elems(type) != 0) type = INF_DTYPE_F16;
-    }
-    return type;
+    return fallback_type(type, t->ne[0]);
+}
+
+/* What llama.cpp's hparams give the quantize state: n_gqa, ARCH.attention.
+ * head_count over head_count_kv (which defaults to head_count; 0 without KV
+ * heads), and n_ffn_down, ARCH.block_count (0 where a key is missing). */
+static void model_hparams(const gguf_file *f, mix_state *ms) {
+    const gguf_string *arch = NULL;
+    inf_error ignored = {0};
+    char key[160];
+    int64_t n_head = 0, n_head_kv = 0, n_layer = 0;
+    if (gguf_get_string(f, "general.architecture", true, &arch, &ignored) != INF_OK || !arch) return;
+    snprintf(key, sizeof key, "%s.block_count", arch->data);
+    if (gguf_get_int(f, key, true, &n_layer, &ignored) == INF_OK) ms->n_ffn_down = (int)n_layer;
+    snprintf(key, sizeof key, "%s.attention.head_count", arch->data);
+    if (gguf_get_int(f, key, true, &n_head, &ignored) != INF_OK) return;
+    n_head_kv = n_head;
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch->data);
+    if (gguf_get_int(f, key, true, &n_head_kv, &ignored) == INF_OK && n_head_kv > 0)
+        ms->n_gqa = (int)(n_head / n_head_kv);
 }
 
 typedef struct quant_job {
@@ -126,7 +207,7 @@ inf_status inf_model_quantize(const char *in_path, const char *out_path, const c
         if (!strcmp(mix_name, mixes[i].name)) mix = &mixes[i];
     if (!mix)
         return inf_errorf(err, INF_ERR_INVALID,
-                          "quantize: '%s' is not a mix inferno writes (q8_0, q4_0, q6_k, q4_k_m, q5_k_m)", mix_name);
+                          "quantize: '%s' is not a mix inferno writes (" MIX_NAMES ")", mix_name);
     if (n_threads < 1) n_threads = 1;
     gguf_file *f = NULL;
     inf_status st = gguf_open_split(in_path, GGUF_OPEN_MMAP, NULL, NULL, &f, err);
@@ -149,11 +230,10 @@ inf_status inf_model_quantize(const char *in_path, const char *out_path, const c
     gguf_writer_set_u32(w, "general.file_type", mix->ftype);
 
     mix_state ms = {0};
+    model_hparams(f, &ms);
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         order[i] = &f->tensors[i];
-        if (!quantizable(order[i])) continue;
-        ms.n_attn_v += strstr(order[i]->name.data, "attn_v.weight") != NULL;
-        ms.n_ffn_down += strstr(order[i]->name.data, "ffn_down") != NULL;
+        ms.n_attn_v += is_attn_v(order[i]->name.data);
     }
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *t = order[i];

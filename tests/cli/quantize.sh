@@ -23,8 +23,12 @@ expect_exit() {
 
 SRC=tests/data/golden/tiny-b-f32.gguf
 check "--help exits 0 with usage on stdout" '"$INFERNO" quantize --help | grep -q "^usage: inferno quantize"'
+for mix in q4_1 q5_0 q5_1 iq4_nl iq4_xs q2_k q3_k_s q3_k_m q3_k_l q4_k_s q5_k_s; do
+    check "--help lists $mix" '"$INFERNO" quantize --help | grep -q -w "$mix"'
+done
 expect_exit "no type" 2 "TYPE" "$SRC" "$tmp/x.gguf"
-expect_exit "unknown type" 2 "q3_k_s" "$SRC" "$tmp/x.gguf" q3_k_s
+expect_exit "the unknown type's error lists the mixes" 2 "q3_k_l" "$SRC" "$tmp/x.gguf" q9_k
+expect_exit "unknown type" 2 "iq2_xs" "$SRC" "$tmp/x.gguf" iq2_xs
 expect_exit "unknown flag" 2 "--frobnicate" "$SRC" "$tmp/x.gguf" q8_0 --frobnicate
 expect_exit "bad -t" 2 "-t" "$SRC" "$tmp/x.gguf" q8_0 -t 0
 expect_exit "missing input" 1 "no-such.gguf" "$tmp/no-such.gguf" "$tmp/x.gguf" q8_0
