@@ -26,8 +26,8 @@
  * the group layout of x86_kernels.h): the gemm then reads them as they are
  * (Q4_0 with Q8_0's activation tiles, its nibbles unpacked in registers)
  * for any token count, and cpu.c runs every product of such a weight on
- * it, bit-identical to ref.c (the matvecs read the file's rows). Q4_K
- * packed so runs quant_avx512.c's inf_avx512_qgemm_packed.
+ * it, bit-identical to ref.c (the matvecs read the file's rows). Q4_K and
+ * Q6_K packed so run quant_avx512.c's inf_avx512_qgemm_packed.
  *
  * Numerics (see kernels.h): the Q8_0 matvec and gemm are bit-identical to
  * ref.c (exact integer block dots, then sum += (float)dot * (d_w * d_x)
@@ -648,7 +648,7 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
     const size_t gbytes = inf_x86_packed_group_bytes(w->type, w->cols);
     for (int64_t r = r0; r < r1; r += GROUP) {
         char *group = (char *)dst + (size_t)(r / GROUP) * gbytes;
-        if (w->type == INF_DTYPE_Q4_K) inf_avx512_pack_q4k_group(w, r, (int)INF_MIN(GROUP, r1 - r), group);
+        if (inf_dtype_block_elems(w->type) == INF_QK_K) inf_avx512_pack_kquant_group(w, r, (int)INF_MIN(GROUP, r1 - r), group);
         else inf_avx512_pack_group(w, r, (int)INF_MIN(GROUP, r1 - r), group, false);
     }
 }
@@ -773,7 +773,7 @@ _Static_assert(GEMM_TOKENS == 8, "TILE_CASES spells out token counts 1..8");
 void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                      void *pack) {
     const bool packed = w->packed_format == INF_X86_PACKED_GROUPS; /* at load: activations as Q8_0's, Q4_K's its own */
-    if (packed && w->type == INF_DTYPE_Q4_K) {
+    if (packed && inf_dtype_block_elems(w->type) == INF_QK_K) {
         inf_avx512_qgemm_packed(w, a, r0, r1, y, y_stride);
         return;
     }

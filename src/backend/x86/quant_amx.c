@@ -25,7 +25,7 @@
  * [64 quads][16 rows][4] int8 (the B tile of a 64-element step is 1 KiB
  * of it), then d and dmin [16] f32: 12.1 KiB with mins, 8.1 without; a
  * task of 64 rows x 3072 columns packs 582 KiB (the avx512 gemm 294).
- * Q4_K packed at load (x86_kernels.h) is unpacked from its groups instead
+ * Q4_K and Q6_K packed at load (x86_kernels.h) are unpacked from their groups instead
  * of the file's rows. Activations: the avx512 gemm's Q8_K rows
  * (inf_act_prepare_quant), A tile rows read straight from them.
  *
@@ -69,7 +69,8 @@ enum {
     /* Q4_K packed at load: the avx512 tile reads it in place, 4 tokens a
      * pass, and wins below this many (Xeon, 1 thread, 16384 x 4096: 16
      * tokens 6.7 vs 11.3 ms, 32 12.8 vs 15.2, 40 even, 64 25.0 vs 23.0,
-     * 128 80 vs 53). */
+     * 128 80 vs 53). Packed Q6_K's tile (VPMULLD per 16-group) loses
+     * from 16 (39 tokens 26.9 ms, 40 on the tiles 14.5). */
     KQ_PACKED_MIN_TOKENS = 40,
     /* Q4_1, Q5_1: from this many tokens the tiles run (Xeon, 1 thread,
      * 64 x 1024 Q4_1: even with the avx512 gemm at 8, 1.2x at 12, 1.4x at
@@ -85,7 +86,7 @@ static bool is_q81(inf_dtype type) { return type == INF_DTYPE_Q4_1 || type == IN
 
 bool inf_amx_kquant_takes(inf_dtype type, int n, bool packed) {
     if (is_q81(type)) return n >= QM_MIN_TOKENS;
-    return n >= (packed ? KQ_PACKED_MIN_TOKENS : KQ_MIN_TOKENS) && inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == INF_QK_K;
+    return n >= (packed && type == INF_DTYPE_Q4_K ? KQ_PACKED_MIN_TOKENS : KQ_MIN_TOKENS) && inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == INF_QK_K;
 }
 
 static size_t block_bytes(inf_dtype type) { return (has_mins(type) ? 3 : 2) * (size_t)KQ_PLANE + 2 * 64; }
@@ -93,7 +94,7 @@ static size_t block_bytes(inf_dtype type) { return (has_mins(type) ? 3 : 2) * (s
 /* ------------------------------------------------------------------ packing */
 
 /* Super-block b of rows [r, r + nr) into dst (block_bytes; missing rows
- * are zeros), from the file's rows or from Q4_K's packed groups. */
+ * are zeros), from the file's rows or from the groups packed at load. */
 static void pack_block(const inf_weight *w, int64_t r, int nr, int64_t b, char *dst) {
     const bool mins = has_mins(w->type);
     uint8_t quads[INF_QK_K / 4][64] __attribute__((aligned(64))); /* [quad][row][4] codes */
@@ -101,7 +102,7 @@ static void pack_block(const inf_weight *w, int64_t r, int nr, int64_t b, char *
     float d[TILE], dmin[TILE];
     if (w->packed_format == INF_X86_PACKED_GROUPS) {
         const char *group = (const char *)w->packed + (size_t)(r / TILE) * inf_x86_packed_group_bytes(w->type, w->cols);
-        inf_avx512_unpack_q4k_packed(group + (size_t)b * INF_X86_Q4K_BLOCK, quads[0], scale[0], coef[0], d, dmin);
+        inf_avx512_unpack_packed_kquant(w->type, group, w->cols / INF_QK_K, b, quads[0], scale[0], coef[0], d, dmin);
     } else {
         uint8_t codes[TILE][INF_QK_K] __attribute__((aligned(64)));
         const size_t wb = inf_dtype_block_bytes(w->type);
@@ -395,7 +396,7 @@ void inf_amx_kquant_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int6
         q81_gemm(w, a, r0, r1, y, y_stride, pack);
         return;
     }
-    if (r1 - r0 > INF_X86_GEMM_ROWS) { /* packed at load (Q4_K): any range, a panel at a time */
+    if (r1 - r0 > INF_X86_GEMM_ROWS) { /* packed at load: any range, a panel at a time */
         for (int64_t r = r0; r < r1; r += INF_X86_GEMM_ROWS)
             inf_amx_kquant_gemm(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride, pack);
         return;

@@ -712,25 +712,29 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
     }
 }
 
-/* ------------------------------------------------------------------ Q4_K packed at load */
+/* ------------------------------------------------------------------ super-blocks packed at load */
 
-/* Q4_K packed at load (x86_kernels.h): lane = row, so a super-block's
- * integer sums of 16 rows form in vector lanes with no horizontal sums and
- * no scalar scale decoding. Per pair p of sub-blocks and unit u, one load
- * gives sub-block 2p's quad u (low nibbles) and 2p + 1's (high); VPDPBUSD
- * with the token's quad broadcast gathers Σ code x per row, in two sums
- * per sub-block (units 0-3, 4-7: |sum| <= 16 * 15 * 128 < 2^15), each
- * times the sub-block's scale by VPDPWSSD (the scale in the low half of
- * its lane). Mins: VPDPWSSD of [m, m] per lane against the token's bsums
- * of the sub-block's two 16-groups, read as one int32. Then ref.c's f32
- * steps lane by lane: exact integers and the same operations, so ref.c's
- * bits at any token count. */
+/* Q4_K and Q6_K packed at load (x86_kernels.h): lane = row, so a
+ * super-block's integer sums of 16 rows form in vector lanes, with no
+ * horizontal sums and no scalar scale decoding. One load of 4-byte units
+ * gives two quads of codes (the low and the high nibbles; Q6_K ORs in the
+ * top two bits from its qh units), and VPDPBUSD with the token's quads
+ * broadcast gathers Σ code x per row and sub-block:
+ *   Q4_K: two sums per 32-element sub-block (units 0-3, 4-7: |sum| <= 16
+ *     * 15 * 128 < 2^15) times the scale by VPDPWSSD (the scale in the low
+ *     half of its lane); the mins by VPDPWSSD of [m, m] per lane against
+ *     the token's bsums of the sub-block's two 16-groups, read as one int32;
+ *   Q6_K: one sum per 16-group times its signed scale by VPMULLD; less 32
+ *     Σ scale * bsum (VPDPWSSD of the scale pairs against bsum pairs).
+ * Then ref.c's f32 steps lane by lane: exact integers and the same
+ * operations, so ref.c's bits at any token count. */
 enum {
-    PK_TOKENS = 4,     /* tokens per pass of the packed tile */
-    PK_PREFETCH = 2,   /* super-blocks read ahead (into L2) */
+    PK_TOKENS = 4,   /* tokens per pass of the packed tiles */
+    PK_PREFETCH = 2, /* super-blocks read ahead (into L2) */
+    Q6P_CODES = INF_X86_Q6K_CODES_BLOCK,
 };
 
-/* The 8 scales and 8 mins of a packed super-block's 16 rows, as bytes
+/* The 8 scales and 8 mins of a packed Q4_K super-block's 16 rows, as bytes
  * [sub-block][16 rows] (get_scale_min_k4 of core/quant.h, 16 rows at once). */
 INLINE void q4k_packed_scales(const char *sb, uint8_t sc[128], uint8_t mn[128]) {
     const char *s = sb + INF_X86_Q4K_SCALES;
@@ -745,116 +749,234 @@ INLINE void q4k_packed_scales(const char *sb, uint8_t sc[128], uint8_t mn[128]) 
                                                 _mm512_and_si512(_mm512_srli_epi16(z1, 2), m30)));
 }
 
-void inf_avx512_pack_q4k_group(const inf_weight *w, int64_t r, int nr, void *dst) {
-    const int64_t nb = w->cols / INF_QK_K;
-    for (int64_t b = 0; b < nb; b++) {
-        char *sb = (char *)dst + (size_t)b * INF_X86_Q4K_BLOCK;
-        const inf_block_q4_K *x[QG_ROWS];
-        for (int i = 0; i < QG_ROWS; i++)
-            x[i] = i < nr ? (const inf_block_q4_K *)((const char *)w->data + (size_t)(r + i) * w->row_bytes) + b : NULL;
-        for (int h = 0; h < 2; h++) { /* qs bytes 64h .. 64h + 63: pairs 2h, 2h + 1 */
-            __m512i v[QG_ROWS];
-            for (int i = 0; i < QG_ROWS; i++) v[i] = x[i] ? _mm512_loadu_si512(x[i]->qs + 64 * h) : _mm512_setzero_si512();
-            inf_avx512_transpose16(v);
-            for (int u = 0; u < 16; u++) _mm512_store_si512(sb + INF_X86_Q4K_CODES + h * 1024 + u * 64, v[u]);
-        }
-        uint16_t d[QG_ROWS], dmin[QG_ROWS];
-        for (int i = 0; i < QG_ROWS; i++) {
-            for (int k = 0; k < 12; k++) sb[INF_X86_Q4K_SCALES + k * 16 + i] = x[i] ? (char)x[i]->scales[k] : 0;
-            d[i] = x[i] ? x[i]->d : 0;
-            dmin[i] = x[i] ? x[i]->dmin : 0;
-        }
-        memcpy(sb + INF_X86_Q4K_D, d, sizeof d);
-        memcpy(sb + INF_X86_Q4K_DMIN, dmin, sizeof dmin);
+/* Row i's bytes [at, at + 64 * n) of super-block b (zeros for a missing row)
+ * as n vectors per row, transposed to [unit][16 rows][4] at dst. */
+static void pack_units(const char *const rows[QG_ROWS], size_t at, int n, char *dst) {
+    for (int h = 0; h < n; h++) {
+        __m512i v[QG_ROWS];
+        for (int i = 0; i < QG_ROWS; i++) v[i] = rows[i] ? _mm512_loadu_si512(rows[i] + at + 64 * h) : _mm512_setzero_si512();
+        inf_avx512_transpose16(v);
+        for (int u = 0; u < 16; u++) _mm512_store_si512(dst + h * 1024 + u * 64, v[u]);
     }
 }
 
-void inf_avx512_unpack_q4k_packed(const char *sb, uint8_t *quads, int32_t *scale, int32_t *min, float *d, float *dmin) {
-    const __m512i m0f = _mm512_set1_epi8(0x0F);
-    for (int p = 0; p < 4; p++)
-        for (int u = 0; u < 8; u++) { /* elements 64p + 4u (quad 16p + u) and 64p + 32 + 4u (quad 16p + 8 + u) */
-            const __m512i v = _mm512_load_si512(sb + INF_X86_Q4K_CODES + p * 512 + u * 64);
-            _mm512_storeu_si512(quads + (16 * p + u) * 64, _mm512_and_si512(v, m0f));
-            _mm512_storeu_si512(quads + (16 * p + 8 + u) * 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f));
+void inf_avx512_pack_kquant_group(const inf_weight *w, int64_t r, int nr, void *dst) {
+    const int64_t nb = w->cols / INF_QK_K;
+    const size_t wb = inf_dtype_block_bytes(w->type);
+    char *group = dst;
+    for (int64_t b = 0; b < nb; b++) {
+        const char *rows[QG_ROWS];
+        for (int i = 0; i < QG_ROWS; i++) rows[i] = i < nr ? (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb : NULL;
+        uint16_t d[QG_ROWS], dmin[QG_ROWS];
+        if (w->type == INF_DTYPE_Q4_K) {
+            char *sb = group + (size_t)b * INF_X86_Q4K_BLOCK;
+            pack_units(rows, offsetof(inf_block_q4_K, qs), 2, sb + INF_X86_Q4K_CODES);
+            for (int i = 0; i < QG_ROWS; i++) {
+                const inf_block_q4_K *x = (const inf_block_q4_K *)rows[i];
+                for (int k = 0; k < 12; k++) sb[INF_X86_Q4K_SCALES + k * 16 + i] = x ? (char)x->scales[k] : 0;
+                d[i] = x ? x->d : 0;
+                dmin[i] = x ? x->dmin : 0;
+            }
+            memcpy(sb + INF_X86_Q4K_D, d, sizeof d);
+            memcpy(sb + INF_X86_Q4K_DMIN, dmin, sizeof dmin);
+        } else { /* Q6_K */
+            char *sb = group + (size_t)b * Q6P_CODES;
+            pack_units(rows, offsetof(inf_block_q6_K, ql), 2, sb);
+            /* qh: 64 bytes, 16 units; halves as [8 units] each, in order */
+            pack_units(rows, offsetof(inf_block_q6_K, qh), 1, sb + 2048);
+            int8_t *sc = (int8_t *)(group + inf_x86_q6k_scales_at(nb, b));
+            for (int i = 0; i < QG_ROWS; i++) {
+                const inf_block_q6_K *x = (const inf_block_q6_K *)rows[i];
+                for (int g = 0; g < 16; g++) sc[g * 16 + i] = x ? x->scales[g] : 0;
+                d[i] = x ? x->d : 0;
+            }
+            memcpy(group + inf_x86_q6k_d_at(nb, b), d, sizeof d);
         }
+    }
+}
+
+void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t nb, int64_t b, uint8_t *quads,
+                                     int32_t *scale, int32_t *coef, float *d, float *dmin) {
+    const __m512i m0f = _mm512_set1_epi8(0x0F);
+    if (type == INF_DTYPE_Q4_K) {
+        const char *sb = group + (size_t)b * INF_X86_Q4K_BLOCK;
+        for (int p = 0; p < 4; p++)
+            for (int u = 0; u < 8; u++) { /* elements 64p + 4u (quad 16p + u) and 64p + 32 + 4u (quad 16p + 8 + u) */
+                const __m512i v = _mm512_load_si512(sb + INF_X86_Q4K_CODES + p * 512 + u * 64);
+                _mm512_storeu_si512(quads + (16 * p + u) * 64, _mm512_and_si512(v, m0f));
+                _mm512_storeu_si512(quads + (16 * p + 8 + u) * 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f));
+            }
+        uint8_t sc[128] __attribute__((aligned(64))), mn[128] __attribute__((aligned(64)));
+        q4k_packed_scales(sb, sc, mn);
+        for (int g = 0; g < 16; g++) { /* sub-block g / 2 */
+            _mm512_storeu_si512(scale + 16 * g, _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (g / 2)))));
+            _mm512_storeu_si512(coef + 16 * g, _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(mn + 16 * (g / 2)))));
+        }
+        _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_D))));
+        _mm512_storeu_ps(dmin, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_DMIN))));
+        return;
+    }
+    const char *sb = group + (size_t)b * Q6P_CODES; /* Q6_K */
+    for (int h = 0; h < 2; h++)
+        for (int u = 0; u < 16; u++) { /* elements 128h + 4u (quad 32h + u) and 128h + 64 + 4u (quad 32h + 16 + u) */
+            const __m512i v = _mm512_load_si512(sb + h * 1024 + u * 64);
+            const __m512i hb = _mm512_load_si512(sb + 2048 + h * 512 + (u % 8) * 64);
+            const int s = 2 * (u / 8);
+            const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m0f),
+                                               _mm512_and_si512(_mm512_slli_epi16(hb, 4 - s), _mm512_set1_epi8(0x30)));
+            const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m0f),
+                                               _mm512_and_si512(_mm512_srli_epi16(hb, s), _mm512_set1_epi8(0x30)));
+            _mm512_storeu_si512(quads + (32 * h + u) * 64, lo);
+            _mm512_storeu_si512(quads + (32 * h + 16 + u) * 64, hi);
+        }
+    const int8_t *sc = (const int8_t *)(group + inf_x86_q6k_scales_at(nb, b));
+    for (int g = 0; g < 16; g++) {
+        const __m512i s32 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * g)));
+        _mm512_storeu_si512(scale + 16 * g, s32);
+        _mm512_storeu_si512(coef + 16 * g, _mm512_slli_epi32(s32, 5)); /* 32 * scale */
+    }
+    _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q6k_d_at(nb, b)))));
+    _mm512_storeu_ps(dmin, _mm512_setzero_ps());
+}
+
+/* sum[t] += (d * dx) * isum - (dmin * dx) * imin, as ref.c, lane by lane. */
+INLINE void pk_scale(__m512 d, __m512 dmin, const __m512i *isum, const __m512i *imin, const inf_block_q8_K *const *xa,
+                     int64_t b, const int NT, __m512 *sum) {
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+        const __m512 dx = _mm512_set1_ps(xa[t][b].d);
+        const __m512 pr = _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t]));
+        const __m512 mr = _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(imin[t]));
+        sum[t] = _mm512_add_ps(sum[t], _mm512_sub_ps(pr, mr));
+    }
+}
+
+/* Super-block b of a packed Q4_K group (sb) times NT tokens, into sum. */
+INLINE void q4k_packed_block(const char *sb, const inf_block_q8_K *const *xa, int64_t b, const int NT, __m512 *sum) {
+    const __m512i m0f = _mm512_set1_epi8(0x0F);
     uint8_t sc[128] __attribute__((aligned(64))), mn[128] __attribute__((aligned(64)));
     q4k_packed_scales(sb, sc, mn);
-    for (int g = 0; g < 16; g++) { /* sub-block g / 2 */
-        _mm512_storeu_si512(scale + 16 * g, _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (g / 2)))));
-        _mm512_storeu_si512(min + 16 * g, _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(mn + 16 * (g / 2)))));
+    __m512i isum[PK_TOKENS], imin[PK_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = imin[t] = _mm512_setzero_si512();
+    _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
+        const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 32 * p)));
+        const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 32 * p + 16)));
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            __m512i lo[PK_TOKENS], hi[PK_TOKENS];
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) lo[t] = hi[t] = _mm512_setzero_si512();
+            _Pragma("GCC unroll 4") for (int u = 4 * h; u < 4 * h + 4; u++) {
+                const __m512i v = _mm512_load_si512(sb + INF_X86_Q4K_CODES + p * 512 + u * 64);
+                const __m512i ul = _mm512_and_si512(v, m0f), uh = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
+                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                    int32_t ql, qh;
+                    memcpy(&ql, xa[t][b].qs + 64 * p + 4 * u, 4);
+                    memcpy(&qh, xa[t][b].qs + 64 * p + 32 + 4 * u, 4);
+                    lo[t] = _mm512_dpbusd_epi32(lo[t], ul, _mm512_set1_epi32(ql));
+                    hi[t] = _mm512_dpbusd_epi32(hi[t], uh, _mm512_set1_epi32(qh));
+                }
+            }
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                isum[t] = _mm512_dpwssd_epi32(isum[t], lo[t], sc_lo);
+                isum[t] = _mm512_dpwssd_epi32(isum[t], hi[t], sc_hi);
+            }
+        }
     }
-    _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_D))));
-    _mm512_storeu_ps(dmin, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_DMIN))));
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+        const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(mn + 16 * j)));
+        const __m512i mm = _mm512_or_si512(m, _mm512_slli_epi32(m, 16)); /* [m, m] */
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+            int32_t bs; /* bsums of 16-groups 2j, 2j + 1 */
+            memcpy(&bs, &xa[t][b].bsums[2 * j], 4);
+            imin[t] = _mm512_dpwssd_epi32(imin[t], mm, _mm512_set1_epi32(bs));
+        }
+    }
+    pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_D))),
+             _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_DMIN))), isum, imin, xa, b, NT, sum);
 }
 
-/* Tokens [t0, t0 + NT) times one packed Q4_K group of nb super-blocks. */
-INLINE void q4k_packed_tile(const char *group, int64_t nb, const char *act, size_t stride, int t0, const int NT, float *y,
-                            size_t ys, __mmask16 rows) {
+/* Super-block b of a packed Q6_K group of nb (codes at sb) times NT tokens. */
+INLINE void q6k_packed_block(const char *group, int64_t nb, const char *sb, const inf_block_q8_K *const *xa, int64_t b,
+                             const int NT, __m512 *sum) {
+    const __m512i m0f = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const int8_t *sc = (const int8_t *)(group + inf_x86_q6k_scales_at(nb, b));
+    __m512i isum[PK_TOKENS], bias[PK_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = bias[t] = _mm512_setzero_si512();
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) { /* units 4c .. 4c + 3: 16-groups 8h + c and 8h + 4 + c */
+            __m512i lo[PK_TOKENS], hi[PK_TOKENS];
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) lo[t] = hi[t] = _mm512_setzero_si512();
+            const int s = 2 * (c / 2);
+            _Pragma("GCC unroll 4") for (int u = 4 * c; u < 4 * c + 4; u++) {
+                const __m512i v = _mm512_load_si512(sb + h * 1024 + u * 64);
+                const __m512i hb = _mm512_load_si512(sb + 2048 + h * 512 + (u % 8) * 64);
+                const __m512i ul = _mm512_or_si512(_mm512_and_si512(v, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 4 - s), m30));
+                const __m512i uh = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m0f),
+                                                   _mm512_and_si512(_mm512_srli_epi16(hb, s), m30));
+                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                    int32_t ql, qh;
+                    memcpy(&ql, xa[t][b].qs + 128 * h + 4 * u, 4);
+                    memcpy(&qh, xa[t][b].qs + 128 * h + 64 + 4 * u, 4);
+                    lo[t] = _mm512_dpbusd_epi32(lo[t], ul, _mm512_set1_epi32(ql));
+                    hi[t] = _mm512_dpbusd_epi32(hi[t], uh, _mm512_set1_epi32(qh));
+                }
+            }
+            const __m512i sl = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (8 * h + c))));
+            const __m512i sh = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (8 * h + 4 + c))));
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sl), _mm512_mullo_epi32(hi[t], sh)));
+        }
+    }
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) { /* Σ scale * bsum, 16-groups 2j and 2j + 1 at once */
+        const __m512i se = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (2 * j))));
+        const __m512i so = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (2 * j + 1))));
+        const __m512i pair = _mm512_or_si512(_mm512_and_si512(se, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(so, 16));
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+            int32_t bs;
+            memcpy(&bs, &xa[t][b].bsums[2 * j], 4);
+            bias[t] = _mm512_dpwssd_epi32(bias[t], pair, _mm512_set1_epi32(bs));
+        }
+    }
+    __m512i zero[PK_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+        isum[t] = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(bias[t], 5));
+        zero[t] = _mm512_setzero_si512();
+    }
+    pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q6k_d_at(nb, b)))), _mm512_setzero_ps(),
+             isum, zero, xa, b, NT, sum);
+}
+
+/* Tokens [t0, t0 + NT) times one packed group of nb super-blocks. */
+INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, const char *act, size_t stride, int t0,
+                               const int NT, float *y, size_t ys, __mmask16 rows) {
     const inf_block_q8_K *xa[PK_TOKENS];
     __m512 sum[PK_TOKENS];
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
         xa[t] = (const inf_block_q8_K *)(act + (size_t)(t0 + t) * stride);
         sum[t] = _mm512_setzero_ps();
     }
-    const __m512i m0f = _mm512_set1_epi8(0x0F);
+    const size_t step = type == INF_DTYPE_Q4_K ? INF_X86_Q4K_BLOCK : Q6P_CODES;
     for (int64_t b = 0; b < nb; b++) {
-        const char *sb = group + (size_t)b * INF_X86_Q4K_BLOCK;
-        _Pragma("GCC unroll 36") for (int line = 0; line < INF_X86_Q4K_BLOCK / 64; line++)
-            _mm_prefetch(sb + PK_PREFETCH * INF_X86_Q4K_BLOCK + line * 64, _MM_HINT_T1);
-        uint8_t sc[128] __attribute__((aligned(64))), mn[128] __attribute__((aligned(64)));
-        q4k_packed_scales(sb, sc, mn);
-        __m512i isum[PK_TOKENS], imin[PK_TOKENS];
-        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = imin[t] = _mm512_setzero_si512();
-        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
-            const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 32 * p)));
-            const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 32 * p + 16)));
-            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-                __m512i lo[PK_TOKENS], hi[PK_TOKENS];
-                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) lo[t] = hi[t] = _mm512_setzero_si512();
-                _Pragma("GCC unroll 4") for (int u = 4 * h; u < 4 * h + 4; u++) {
-                    const __m512i v = _mm512_load_si512(sb + INF_X86_Q4K_CODES + p * 512 + u * 64);
-                    const __m512i ul = _mm512_and_si512(v, m0f), uh = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
-                    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                        int32_t ql, qh;
-                        memcpy(&ql, xa[t][b].qs + 64 * p + 4 * u, 4);
-                        memcpy(&qh, xa[t][b].qs + 64 * p + 32 + 4 * u, 4);
-                        lo[t] = _mm512_dpbusd_epi32(lo[t], ul, _mm512_set1_epi32(ql));
-                        hi[t] = _mm512_dpbusd_epi32(hi[t], uh, _mm512_set1_epi32(qh));
-                    }
-                }
-                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                    isum[t] = _mm512_dpwssd_epi32(isum[t], lo[t], sc_lo);
-                    isum[t] = _mm512_dpwssd_epi32(isum[t], hi[t], sc_hi);
-                }
-            }
-        }
-        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
-            const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(mn + 16 * j)));
-            const __m512i mm = _mm512_or_si512(m, _mm512_slli_epi32(m, 16)); /* [m, m] */
-            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                int32_t bs; /* bsums of 16-groups 2j, 2j + 1 */
-                memcpy(&bs, &xa[t][b].bsums[2 * j], 4);
-                imin[t] = _mm512_dpwssd_epi32(imin[t], mm, _mm512_set1_epi32(bs));
-            }
-        }
-        const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_D)));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_DMIN)));
-        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-            const __m512 dx = _mm512_set1_ps(xa[t][b].d);
-            /* (d * dx) * isum - (dmin * dx) * imin, as ref.c, lane by lane */
-            const __m512 pr = _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t]));
-            const __m512 mr = _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(imin[t]));
-            sum[t] = _mm512_add_ps(sum[t], _mm512_sub_ps(pr, mr));
-        }
+        const char *sb = group + (size_t)b * step;
+        _Pragma("GCC unroll 48") for (size_t line = 0; line < step / 64; line++)
+            _mm_prefetch(sb + PK_PREFETCH * step + line * 64, _MM_HINT_T1);
+        if (type == INF_DTYPE_Q4_K) q4k_packed_block(sb, xa, b, NT, sum);
+        else q6k_packed_block(group, nb, sb, xa, b, NT, sum);
     }
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)(t0 + t) * ys, rows, sum[t]);
 }
 
-_Static_assert(PK_TOKENS == 4, "the cases below spell out token counts 1..4");
+#define PK_CASES(T)                                                                              \
+    switch (nt) {                                                                                \
+    case 1: kquant_packed_tile(T, group, nb, act, stride, t0, 1, yg, ys, rows); break;           \
+    case 2: kquant_packed_tile(T, group, nb, act, stride, t0, 2, yg, ys, rows); break;           \
+    case 3: kquant_packed_tile(T, group, nb, act, stride, t0, 3, yg, ys, rows); break;           \
+    default: kquant_packed_tile(T, group, nb, act, stride, t0, 4, yg, ys, rows); break;          \
+    }
 
-/* A panel of rows [r0, r1) (at most INF_X86_GEMM_ROWS) of a packed Q4_K
- * weight times every token. */
-static void q4k_packed_panel(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys) {
+_Static_assert(PK_TOKENS == 4, "PK_CASES spells out token counts 1..4");
+
+/* A panel of rows [r0, r1) (at most INF_X86_GEMM_ROWS) of a packed weight
+ * times every token. */
+static void kquant_packed_panel(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys) {
     const int64_t nb = w->cols / INF_QK_K;
     const size_t gbytes = inf_x86_packed_group_bytes(w->type, w->cols), stride = inf_act_row_bytes_quant(w->type, w->cols);
     const char *src = (const char *)w->packed + (size_t)(r0 / QG_ROWS) * gbytes, *act = a->data;
@@ -866,19 +988,15 @@ static void q4k_packed_panel(const inf_weight *w, const inf_act *a, int64_t r0, 
             const char *group = src + g * gbytes;
             const __mmask16 rows = (__mmask16)((1u << INF_MIN(QG_ROWS, r1 - r)) - 1);
             float *yg = y + r;
-            switch (nt) {
-            case 1: q4k_packed_tile(group, nb, act, stride, t0, 1, yg, ys, rows); break;
-            case 2: q4k_packed_tile(group, nb, act, stride, t0, 2, yg, ys, rows); break;
-            case 3: q4k_packed_tile(group, nb, act, stride, t0, 3, yg, ys, rows); break;
-            default: q4k_packed_tile(group, nb, act, stride, t0, 4, yg, ys, rows); break;
-            }
+            if (w->type == INF_DTYPE_Q4_K) PK_CASES(INF_DTYPE_Q4_K)
+            else PK_CASES(INF_DTYPE_Q6_K)
         }
     }
 }
 
 void inf_avx512_qgemm_packed(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
     for (int64_t r = r0; r < r1; r += INF_X86_GEMM_ROWS)
-        q4k_packed_panel(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride);
+        kquant_packed_panel(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride);
 }
 
 /* ------------------------------------------------------------------ gemm (32-blocks) */

@@ -47,10 +47,11 @@ void inf_avx2_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r
                     void *pack);
 size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 
-/* ---- Q8_0, Q4_0 and Q4_K weights packed in groups of 16 rows, for the
- * avx512 gemm and the AMX tiles alike (per task by inf_avx512_pack_group,
- * or the whole matrix once at load: inf_avx512_pack_rows). A group of
- * nb = cols / 32 blocks (Q4_K: cols / 256 super-blocks) holds
+/* ---- Q8_0, Q4_0, Q4_K and Q6_K weights packed in groups of 16 rows, for
+ * the avx512 gemm and the AMX tiles alike (per task by
+ * inf_avx512_pack_group, or the whole matrix once at load:
+ * inf_avx512_pack_rows). A group of nb = cols / 32 blocks (K-quants:
+ * cols / 256 super-blocks) holds
  *   Q8_0, Q4_0: quants, per block:
  *     Q8_0: [8 quads][16 rows][4] int8, signed: block b's 512 bytes are
  *           the AMX B tile of the block as they are;
@@ -65,9 +66,18 @@ size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
  *           nibbles elements 64p + 32 + 4u .. + 3 (sub-block 2p + 1);
  *     scales [12][16 rows] at INF_X86_Q4K_SCALES: the file's 12 bytes of
  *           6-bit scales and mins, byte k of every row side by side;
- *     d, dmin [16 rows] f16 at INF_X86_Q4K_D, INF_X86_Q4K_DMIN.
- * As many bytes as the GGUF rows (34, 18 per 32 weights; 144 per 256), up
- * to the padding. Group g of a packed matrix starts at
+ *     d, dmin [16 rows] f16 at INF_X86_Q4K_D, INF_X86_Q4K_DMIN;
+ *   Q6_K: per super-block, INF_X86_Q6K_CODES_BLOCK bytes:
+ *     ql [2 halves][16 units][16 rows][4]: the file's ql bytes 64h + 4u ..
+ *           + 3 as unit u of half h: low nibbles are the low bits of
+ *           elements 128h + 4u .. + 3, high nibbles of 128h + 64 + 4u ..;
+ *     qh [2 halves][8 units][16 rows][4]: qh bytes 32h + 4v .. + 3: bit
+ *           pairs 0, 1, 2, 3 the top bits of elements 128h + 4v (+ 32,
+ *           + 64, + 96) .. + 3;
+ *   then scales [nb][16 groups][16 rows] int8 (inf_x86_q6k_scales_at), d
+ *   [nb][16 rows] f16 (inf_x86_q6k_d_at), padded to 64 bytes.
+ * As many bytes as the GGUF rows (34, 18 per 32 weights; 144, 210 per
+ * 256), up to the padding. Group g of a packed matrix starts at
  * g * inf_x86_packed_group_bytes(type, cols). */
 enum {
     INF_X86_PACKED_SCALES_BLOCK = 16 * 2,
@@ -76,13 +86,21 @@ enum {
     INF_X86_Q4K_D = INF_X86_Q4K_SCALES + 12 * 16,
     INF_X86_Q4K_DMIN = INF_X86_Q4K_D + 32,
     INF_X86_Q4K_BLOCK = INF_X86_Q4K_DMIN + 32, /* 2304 = 16 x 144 */
+    INF_X86_Q6K_CODES_BLOCK = 2048 + 1024,
 };
 static inline bool inf_x86_packs(inf_dtype type) {
-    return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0 || type == INF_DTYPE_Q4_K;
+    return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0 || type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q6_K;
 }
 static inline size_t inf_x86_packed_quants_block(inf_dtype type) { return type == INF_DTYPE_Q8_0 ? 512 : 256; }
+static inline size_t inf_x86_q6k_scales_at(int64_t nb, int64_t b) {
+    return (size_t)nb * INF_X86_Q6K_CODES_BLOCK + (size_t)b * 256;
+}
+static inline size_t inf_x86_q6k_d_at(int64_t nb, int64_t b) {
+    return (size_t)nb * (INF_X86_Q6K_CODES_BLOCK + 256) + (size_t)b * 32;
+}
 static inline size_t inf_x86_packed_group_bytes(inf_dtype type, int64_t cols) {
     if (type == INF_DTYPE_Q4_K) return (size_t)(cols / 256) * INF_X86_Q4K_BLOCK;
+    if (type == INF_DTYPE_Q6_K) return (inf_x86_q6k_d_at(cols / 256, cols / 256) + 63) / 64 * 64;
     return ((size_t)(cols / 32) * (inf_x86_packed_quants_block(type) + INF_X86_PACKED_SCALES_BLOCK) + 63) / 64 * 64;
 }
 /* The packed format tag of those matrices (inf_weight.packed_format). */
@@ -106,8 +124,8 @@ size_t inf_avx512_gemm_pack_bytes(inf_dtype type, int64_t cols);
  * multiple of 16. */
 void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bool for_tiles);
 /* The packed copy of a whole weight (kernels.h packed_bytes, pack_rows):
- * Q8_0 and Q4_0 (their activations: Q8_0 blocks, prepared as Q8_0's) and
- * Q4_K (its own: Q8_K rows, inf_avx512_qgemm_prepare). */
+ * Q8_0 and Q4_0 (their activations: Q8_0 blocks, prepared as Q8_0's),
+ * Q4_K and Q6_K (their own: Q8_K rows, inf_avx512_qgemm_prepare). */
 size_t inf_avx512_packed_bytes(const inf_weight *w);
 void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst);
 size_t inf_avx512_attn_tmp_bytes(const inf_attn_shape *shape);
@@ -145,15 +163,17 @@ size_t inf_avx512_qgemm32_pack_bytes(int64_t cols);
  * min, 0 but for Q4_1/Q5_1); groups nb blocks apart. */
 enum { INF_QB_CORR = 512, INF_QB_D = 576, INF_QB_M = 640, INF_QB_BLOCK = 704 };
 void inf_avx512_qgemm32_pack(const inf_weight *w, int64_t r0, int64_t r1, void *pack);
-/* Q4_K packed at load (the layout above): rows [r, r + nr) of w into
- * group dst (missing rows zeros); the gemm of such a weight, any range of
- * whole groups and any token count, bit-identical to ref.c; and one
- * super-block of a group (sb) unpacked for the gemms' per-task packs:
+/* Q4_K and Q6_K packed at load (the layout above): rows [r, r + nr) of w
+ * into group dst (missing rows zeros); the gemm of such a weight, any
+ * range of whole groups and any token count, bit-identical to ref.c; and
+ * super-block b of a group of nb unpacked for the gemms' per-task packs:
  * quads [64][16 rows][4] codes (element order), and per 16-element group
- * g scale[g][row], min[g][row] (int32), then d, dmin (f32) of the rows. */
-void inf_avx512_pack_q4k_group(const inf_weight *w, int64_t r, int nr, void *dst);
+ * g scale[g][row] and coef[g][row] (int32; as inf_avx512_unpack_kquant's),
+ * then d, dmin (f32) of the rows. */
+void inf_avx512_pack_kquant_group(const inf_weight *w, int64_t r, int nr, void *dst);
 void inf_avx512_qgemm_packed(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride);
-void inf_avx512_unpack_q4k_packed(const char *sb, uint8_t *quads, int32_t *scale, int32_t *min, float *d, float *dmin);
+void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t nb, int64_t b, uint8_t *quads,
+                                     int32_t *scale, int32_t *coef, float *d, float *dmin);
 /* The super-block gemm's weight unpacker, for the AMX tiles' pack: a
  * super-block (Q2_K .. Q6_K, IQ4_XS): its codes u in element order and,
  * per 16-element group g, scale[g] and coef[g]; element k's value is
