@@ -25,7 +25,7 @@
  * [64 quads][16 rows][4] int8 (the B tile of a 64-element step is 1 KiB
  * of it), then d and dmin [16] f32: 12.1 KiB with mins, 8.1 without; a
  * task of 64 rows x 3072 columns packs 582 KiB (the avx512 gemm 294).
- * Q4_K and Q6_K packed at load (x86_kernels.h) are unpacked from their groups instead
+ * Q4_K, Q5_K and Q6_K packed at load (x86_kernels.h) are unpacked from their groups instead
  * of the file's rows. Activations: the avx512 gemm's Q8_K rows
  * (inf_act_prepare_quant), A tile rows read straight from them.
  *
@@ -66,11 +66,12 @@ enum {
     /* From this many tokens the tiles run (Xeon, 2 threads, 64 x 1024 Q4_K:
      * see inf_amx_kquant_takes); below, the avx512 gemm, bit-identical. */
     KQ_MIN_TOKENS = 16,
-    /* Q4_K packed at load: the avx512 tile reads it in place, 4 tokens a
+    /* Q4_K and Q5_K packed at load: the avx512 tile reads them in place, 4 tokens a
      * pass, and wins below this many (Xeon, 1 thread, 16384 x 4096: 16
      * tokens 6.7 vs 11.3 ms, 32 12.8 vs 15.2, 40 even, 64 25.0 vs 23.0,
-     * 128 80 vs 53). Packed Q6_K's tile (VPMULLD per 16-group) loses
-     * from 16 (39 tokens 26.9 ms, 40 on the tiles 14.5). */
+     * 128 80 vs 53); Q5_K likewise (15 tokens 9.8 ms, 16 on the tiles
+     * 12.5). Packed Q6_K's tile (VPMULLD per 16-group) loses from 16 (39
+     * tokens 26.9 ms, 40 on the tiles 14.5). */
     KQ_PACKED_MIN_TOKENS = 40,
     /* Q4_1, Q5_1: from this many tokens the tiles run (Xeon, 1 thread,
      * 64 x 1024 Q4_1: even with the avx512 gemm at 8, 1.2x at 12, 1.4x at
@@ -86,7 +87,8 @@ static bool is_q81(inf_dtype type) { return type == INF_DTYPE_Q4_1 || type == IN
 
 bool inf_amx_kquant_takes(inf_dtype type, int n, bool packed) {
     if (is_q81(type)) return n >= QM_MIN_TOKENS;
-    return n >= (packed && type == INF_DTYPE_Q4_K ? KQ_PACKED_MIN_TOKENS : KQ_MIN_TOKENS) && inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == INF_QK_K;
+    const bool in_place = packed && (type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K);
+    return n >= (in_place ? KQ_PACKED_MIN_TOKENS : KQ_MIN_TOKENS) && inf_dtype_is_quant(type) && inf_dtype_block_elems(type) == INF_QK_K;
 }
 
 static size_t block_bytes(inf_dtype type) { return (has_mins(type) ? 3 : 2) * (size_t)KQ_PLANE + 2 * 64; }

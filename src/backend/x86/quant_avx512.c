@@ -714,16 +714,18 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
 
 /* ------------------------------------------------------------------ super-blocks packed at load */
 
-/* Q4_K and Q6_K packed at load (x86_kernels.h): lane = row, so a
+/* Q4_K, Q5_K and Q6_K packed at load (x86_kernels.h): lane = row, so a
  * super-block's integer sums of 16 rows form in vector lanes, with no
  * horizontal sums and no scalar scale decoding. One load of 4-byte units
- * gives two quads of codes (the low and the high nibbles; Q6_K ORs in the
- * top two bits from its qh units), and VPDPBUSD with the token's quads
+ * gives two quads of codes (the low and the high nibbles; Q5_K and Q6_K
+ * OR in their top bits from their qh units), and VPDPBUSD with the token's quads
  * broadcast gathers Σ code x per row and sub-block:
  *   Q4_K: two sums per 32-element sub-block (units 0-3, 4-7: |sum| <= 16
  *     * 15 * 128 < 2^15) times the scale by VPDPWSSD (the scale in the low
  *     half of its lane); the mins by VPDPWSSD of [m, m] per lane against
  *     the token's bsums of the sub-block's two 16-groups, read as one int32;
+ *     Q5_K as Q4_K, its scales by VPMULLD (codes to 31: sums of 16 reach
+ *     2^15);
  *   Q6_K: one sum per 16-group times its signed scale by VPMULLD; less 32
  *     Σ scale * bsum (VPDPWSSD of the scale pairs against bsum pairs).
  * Then ref.c's f32 steps lane by lane: exact integers and the same
@@ -734,10 +736,10 @@ enum {
     Q6P_CODES = INF_X86_Q6K_CODES_BLOCK,
 };
 
-/* The 8 scales and 8 mins of a packed Q4_K super-block's 16 rows, as bytes
+/* The 8 scales and 8 mins of a packed Q4_K (Q5_K) super-block's 16 rows
+ * from its 12 x 16 scale bytes s, as bytes
  * [sub-block][16 rows] (get_scale_min_k4 of core/quant.h, 16 rows at once). */
-INLINE void q4k_packed_scales(const char *sb, uint8_t sc[128], uint8_t mn[128]) {
-    const char *s = sb + INF_X86_Q4K_SCALES;
+INLINE void q4k_packed_scales(const char *s, uint8_t sc[128], uint8_t mn[128]) {
     const __m512i z0 = _mm512_load_si512(s), z1 = _mm512_load_si512(s + 64), z2 = _mm512_load_si512(s + 128);
     const __m512i m63 = _mm512_set1_epi8(63), m0f = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     /* sub-blocks 0-3: bytes 0-3 and 4-7 (low 6 bits); 4-7: the low (high)
@@ -749,14 +751,22 @@ INLINE void q4k_packed_scales(const char *sb, uint8_t sc[128], uint8_t mn[128]) 
                                                 _mm512_and_si512(_mm512_srli_epi16(z1, 2), m30)));
 }
 
-/* Row i's bytes [at, at + 64 * n) of super-block b (zeros for a missing row)
- * as n vectors per row, transposed to [unit][16 rows][4] at dst. */
-static void pack_units(const char *const rows[QG_ROWS], size_t at, int n, char *dst) {
-    for (int h = 0; h < n; h++) {
+/* Bit j of every byte of h moved to bit 4 (the others cleared): Q5_K's
+ * fifth bit of sub-block j's codes. */
+INLINE __m512i fifth_bit(__m512i h, int j) {
+    const __m512i v = j <= 4 ? _mm512_slli_epi16(h, (unsigned)(4 - j)) : _mm512_srli_epi16(h, (unsigned)(j - 4));
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
+}
+
+/* The 4-byte units of rows[i] + at .. + 4 * units (zeros for a missing
+ * row), transposed to [unit][16 rows][4] at dst; each row's 64 bytes from
+ * at are readable (the super-block's). */
+static void pack_units(const char *const rows[QG_ROWS], size_t at, int units, char *dst) {
+    for (int h = 0; 16 * h < units; h++) {
         __m512i v[QG_ROWS];
         for (int i = 0; i < QG_ROWS; i++) v[i] = rows[i] ? _mm512_loadu_si512(rows[i] + at + 64 * h) : _mm512_setzero_si512();
         inf_avx512_transpose16(v);
-        for (int u = 0; u < 16; u++) _mm512_store_si512(dst + h * 1024 + u * 64, v[u]);
+        for (int u = 0; u < INF_MIN(16, units - 16 * h); u++) _mm512_store_si512(dst + h * 1024 + u * 64, v[u]);
     }
 }
 
@@ -768,22 +778,25 @@ void inf_avx512_pack_kquant_group(const inf_weight *w, int64_t r, int nr, void *
         const char *rows[QG_ROWS];
         for (int i = 0; i < QG_ROWS; i++) rows[i] = i < nr ? (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb : NULL;
         uint16_t d[QG_ROWS], dmin[QG_ROWS];
-        if (w->type == INF_DTYPE_Q4_K) {
-            char *sb = group + (size_t)b * INF_X86_Q4K_BLOCK;
-            pack_units(rows, offsetof(inf_block_q4_K, qs), 2, sb + INF_X86_Q4K_CODES);
-            for (int i = 0; i < QG_ROWS; i++) {
+        if (w->type == INF_DTYPE_Q4_K || w->type == INF_DTYPE_Q5_K) {
+            const bool five = w->type == INF_DTYPE_Q5_K;
+            char *sb = group + (size_t)b * (five ? INF_X86_Q5K_BLOCK : INF_X86_Q4K_BLOCK);
+            char *scales = sb + (five ? INF_X86_Q5K_SCALES : INF_X86_Q4K_SCALES);
+            pack_units(rows, five ? offsetof(inf_block_q5_K, qs) : offsetof(inf_block_q4_K, qs), 32, sb + INF_X86_Q4K_CODES);
+            if (five) pack_units(rows, offsetof(inf_block_q5_K, qh), 8, sb + INF_X86_Q5K_QH);
+            for (int i = 0; i < QG_ROWS; i++) { /* d, dmin and the scales lie alike in both types */
                 const inf_block_q4_K *x = (const inf_block_q4_K *)rows[i];
-                for (int k = 0; k < 12; k++) sb[INF_X86_Q4K_SCALES + k * 16 + i] = x ? (char)x->scales[k] : 0;
+                for (int k = 0; k < 12; k++) scales[k * 16 + i] = x ? (char)x->scales[k] : 0;
                 d[i] = x ? x->d : 0;
                 dmin[i] = x ? x->dmin : 0;
             }
-            memcpy(sb + INF_X86_Q4K_D, d, sizeof d);
-            memcpy(sb + INF_X86_Q4K_DMIN, dmin, sizeof dmin);
+            memcpy(sb + (five ? INF_X86_Q5K_D : INF_X86_Q4K_D), d, sizeof d);
+            memcpy(sb + (five ? INF_X86_Q5K_DMIN : INF_X86_Q4K_DMIN), dmin, sizeof dmin);
         } else { /* Q6_K */
             char *sb = group + (size_t)b * Q6P_CODES;
-            pack_units(rows, offsetof(inf_block_q6_K, ql), 2, sb);
+            pack_units(rows, offsetof(inf_block_q6_K, ql), 32, sb);
             /* qh: 64 bytes, 16 units; halves as [8 units] each, in order */
-            pack_units(rows, offsetof(inf_block_q6_K, qh), 1, sb + 2048);
+            pack_units(rows, offsetof(inf_block_q6_K, qh), 16, sb + 2048);
             int8_t *sc = (int8_t *)(group + inf_x86_q6k_scales_at(nb, b));
             for (int i = 0; i < QG_ROWS; i++) {
                 const inf_block_q6_K *x = (const inf_block_q6_K *)rows[i];
@@ -798,22 +811,30 @@ void inf_avx512_pack_kquant_group(const inf_weight *w, int64_t r, int nr, void *
 void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t nb, int64_t b, uint8_t *quads,
                                      int32_t *scale, int32_t *coef, float *d, float *dmin) {
     const __m512i m0f = _mm512_set1_epi8(0x0F);
-    if (type == INF_DTYPE_Q4_K) {
-        const char *sb = group + (size_t)b * INF_X86_Q4K_BLOCK;
+    if (type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K) {
+        const bool five = type == INF_DTYPE_Q5_K;
+        const char *sb = group + (size_t)b * (five ? INF_X86_Q5K_BLOCK : INF_X86_Q4K_BLOCK);
         for (int p = 0; p < 4; p++)
             for (int u = 0; u < 8; u++) { /* elements 64p + 4u (quad 16p + u) and 64p + 32 + 4u (quad 16p + 8 + u) */
                 const __m512i v = _mm512_load_si512(sb + INF_X86_Q4K_CODES + p * 512 + u * 64);
-                _mm512_storeu_si512(quads + (16 * p + u) * 64, _mm512_and_si512(v, m0f));
-                _mm512_storeu_si512(quads + (16 * p + 8 + u) * 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f));
+                __m512i lo = _mm512_and_si512(v, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
+                if (five) {
+                    const __m512i h = _mm512_load_si512(sb + INF_X86_Q5K_QH + u * 64);
+                    lo = _mm512_or_si512(lo, fifth_bit(h, 2 * p));
+                    hi = _mm512_or_si512(hi, fifth_bit(h, 2 * p + 1));
+                }
+                _mm512_storeu_si512(quads + (16 * p + u) * 64, lo);
+                _mm512_storeu_si512(quads + (16 * p + 8 + u) * 64, hi);
             }
         uint8_t sc[128] __attribute__((aligned(64))), mn[128] __attribute__((aligned(64)));
-        q4k_packed_scales(sb, sc, mn);
+        q4k_packed_scales(sb + (five ? INF_X86_Q5K_SCALES : INF_X86_Q4K_SCALES), sc, mn);
         for (int g = 0; g < 16; g++) { /* sub-block g / 2 */
             _mm512_storeu_si512(scale + 16 * g, _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (g / 2)))));
             _mm512_storeu_si512(coef + 16 * g, _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(mn + 16 * (g / 2)))));
         }
-        _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_D))));
-        _mm512_storeu_ps(dmin, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_DMIN))));
+        _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + (five ? INF_X86_Q5K_D : INF_X86_Q4K_D)))));
+        _mm512_storeu_ps(dmin, _mm512_cvtph_ps(_mm256_load_si256(
+                                   (const __m256i *)(sb + (five ? INF_X86_Q5K_DMIN : INF_X86_Q4K_DMIN)))));
         return;
     }
     const char *sb = group + (size_t)b * Q6P_CODES; /* Q6_K */
@@ -850,11 +871,14 @@ INLINE void pk_scale(__m512 d, __m512 dmin, const __m512i *isum, const __m512i *
     }
 }
 
-/* Super-block b of a packed Q4_K group (sb) times NT tokens, into sum. */
-INLINE void q4k_packed_block(const char *sb, const inf_block_q8_K *const *xa, int64_t b, const int NT, __m512 *sum) {
+/* Super-block b of a packed Q4_K or (FIVE) Q5_K group (sb) times NT
+ * tokens, into sum. Q5_K's codes reach 31, so its sums of 16 can pass
+ * 2^15: it scales them by VPMULLD. */
+INLINE void q45k_packed_block(const char *sb, const bool FIVE, const inf_block_q8_K *const *xa, int64_t b, const int NT,
+                              __m512 *sum) {
     const __m512i m0f = _mm512_set1_epi8(0x0F);
     uint8_t sc[128] __attribute__((aligned(64))), mn[128] __attribute__((aligned(64)));
-    q4k_packed_scales(sb, sc, mn);
+    q4k_packed_scales(sb + (FIVE ? INF_X86_Q5K_SCALES : INF_X86_Q4K_SCALES), sc, mn);
     __m512i isum[PK_TOKENS], imin[PK_TOKENS];
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = imin[t] = _mm512_setzero_si512();
     _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
@@ -865,7 +889,12 @@ INLINE void q4k_packed_block(const char *sb, const inf_block_q8_K *const *xa, in
             _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) lo[t] = hi[t] = _mm512_setzero_si512();
             _Pragma("GCC unroll 4") for (int u = 4 * h; u < 4 * h + 4; u++) {
                 const __m512i v = _mm512_load_si512(sb + INF_X86_Q4K_CODES + p * 512 + u * 64);
-                const __m512i ul = _mm512_and_si512(v, m0f), uh = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
+                __m512i ul = _mm512_and_si512(v, m0f), uh = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
+                if (FIVE) {
+                    const __m512i hb = _mm512_load_si512(sb + INF_X86_Q5K_QH + u * 64);
+                    ul = _mm512_or_si512(ul, fifth_bit(hb, 2 * p));
+                    uh = _mm512_or_si512(uh, fifth_bit(hb, 2 * p + 1));
+                }
                 _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
                     int32_t ql, qh;
                     memcpy(&ql, xa[t][b].qs + 64 * p + 4 * u, 4);
@@ -875,8 +904,13 @@ INLINE void q4k_packed_block(const char *sb, const inf_block_q8_K *const *xa, in
                 }
             }
             _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                isum[t] = _mm512_dpwssd_epi32(isum[t], lo[t], sc_lo);
-                isum[t] = _mm512_dpwssd_epi32(isum[t], hi[t], sc_hi);
+                if (FIVE) {
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sc_lo),
+                                                                         _mm512_mullo_epi32(hi[t], sc_hi)));
+                } else {
+                    isum[t] = _mm512_dpwssd_epi32(isum[t], lo[t], sc_lo);
+                    isum[t] = _mm512_dpwssd_epi32(isum[t], hi[t], sc_hi);
+                }
             }
         }
     }
@@ -889,8 +923,9 @@ INLINE void q4k_packed_block(const char *sb, const inf_block_q8_K *const *xa, in
             imin[t] = _mm512_dpwssd_epi32(imin[t], mm, _mm512_set1_epi32(bs));
         }
     }
-    pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_D))),
-             _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_Q4K_DMIN))), isum, imin, xa, b, NT, sum);
+    pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + (FIVE ? INF_X86_Q5K_D : INF_X86_Q4K_D)))),
+             _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + (FIVE ? INF_X86_Q5K_DMIN : INF_X86_Q4K_DMIN)))), isum,
+             imin, xa, b, NT, sum);
 }
 
 /* Super-block b of a packed Q6_K group of nb (codes at sb) times NT tokens. */
@@ -953,13 +988,13 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
         xa[t] = (const inf_block_q8_K *)(act + (size_t)(t0 + t) * stride);
         sum[t] = _mm512_setzero_ps();
     }
-    const size_t step = type == INF_DTYPE_Q4_K ? INF_X86_Q4K_BLOCK : Q6P_CODES;
+    const size_t step = type == INF_DTYPE_Q4_K ? INF_X86_Q4K_BLOCK : type == INF_DTYPE_Q5_K ? INF_X86_Q5K_BLOCK : Q6P_CODES;
     for (int64_t b = 0; b < nb; b++) {
         const char *sb = group + (size_t)b * step;
         _Pragma("GCC unroll 48") for (size_t line = 0; line < step / 64; line++)
             _mm_prefetch(sb + PK_PREFETCH * step + line * 64, _MM_HINT_T1);
-        if (type == INF_DTYPE_Q4_K) q4k_packed_block(sb, xa, b, NT, sum);
-        else q6k_packed_block(group, nb, sb, xa, b, NT, sum);
+        if (type == INF_DTYPE_Q6_K) q6k_packed_block(group, nb, sb, xa, b, NT, sum);
+        else q45k_packed_block(sb, type == INF_DTYPE_Q5_K, xa, b, NT, sum);
     }
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)(t0 + t) * ys, rows, sum[t]);
 }
@@ -989,6 +1024,7 @@ static void kquant_packed_panel(const inf_weight *w, const inf_act *a, int64_t r
             const __mmask16 rows = (__mmask16)((1u << INF_MIN(QG_ROWS, r1 - r)) - 1);
             float *yg = y + r;
             if (w->type == INF_DTYPE_Q4_K) PK_CASES(INF_DTYPE_Q4_K)
+            else if (w->type == INF_DTYPE_Q5_K) PK_CASES(INF_DTYPE_Q5_K)
             else PK_CASES(INF_DTYPE_Q6_K)
         }
     }
