@@ -714,7 +714,8 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
 
 /* ------------------------------------------------------------------ super-blocks packed at load */
 
-/* Q4_K, Q5_K and Q6_K packed at load (x86_kernels.h): lane = row, so a
+/* The super-block types packed at load (x86_kernels.h; Q4_K, Q5_K, Q6_K,
+ * IQ4_XS): lane = row, so a
  * super-block's integer sums of 16 rows form in vector lanes, with no
  * horizontal sums and no scalar scale decoding. One load of 4-byte units
  * gives two quads of codes (the low and the high nibbles; Q5_K and Q6_K
@@ -749,6 +750,19 @@ INLINE void q4k_packed_scales(const char *s, uint8_t sc[128], uint8_t mn[128]) {
     _mm512_store_si512(sc + 64, _mm512_or_si512(_mm512_and_si512(z2, m0f), _mm512_and_si512(_mm512_srli_epi16(z0, 2), m30)));
     _mm512_store_si512(mn + 64, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(z2, 4), m0f),
                                                 _mm512_and_si512(_mm512_srli_epi16(z1, 2), m30)));
+}
+
+/* The 8 signed scales (ls - 32) of a packed IQ4_XS super-block's 16 rows,
+ * as int32 [sub-block][16 rows] (inf_iq4xs_scale, 16 rows at once). */
+INLINE void iq4xs_packed_scales(const char *sb, int32_t s[8][16]) {
+    const __m512i h = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(sb + INF_X86_IQ4XS_SCALES_H)));
+    const __m512i m0f = _mm512_set1_epi32(0xF), m3 = _mm512_set1_epi32(3), bias = _mm512_set1_epi32(32);
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+        const __m512i l = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sb + INF_X86_IQ4XS_SCALES_L + 16 * (j / 2))));
+        const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(l, (unsigned)(4 * (j % 2))), m0f);
+        const __m512i hi = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, (unsigned)(2 * j)), m3), 4);
+        _mm512_store_si512(s[j], _mm512_sub_epi32(_mm512_or_si512(lo, hi), bias));
+    }
 }
 
 /* Bit j of every byte of h moved to bit 4 (the others cleared): Q5_K's
@@ -792,6 +806,18 @@ void inf_avx512_pack_kquant_group(const inf_weight *w, int64_t r, int nr, void *
             }
             memcpy(sb + (five ? INF_X86_Q5K_D : INF_X86_Q4K_D), d, sizeof d);
             memcpy(sb + (five ? INF_X86_Q5K_DMIN : INF_X86_Q4K_DMIN), dmin, sizeof dmin);
+        } else if (w->type == INF_DTYPE_IQ4_XS) {
+            char *sb = group + (size_t)b * INF_X86_IQ4XS_BLOCK;
+            pack_units(rows, offsetof(inf_block_iq4_xs, qs), 32, sb);
+            uint16_t sh[QG_ROWS];
+            for (int i = 0; i < QG_ROWS; i++) {
+                const inf_block_iq4_xs *x = (const inf_block_iq4_xs *)rows[i];
+                for (int k = 0; k < 4; k++) sb[INF_X86_IQ4XS_SCALES_L + k * 16 + i] = x ? (char)x->scales_l[k] : 0;
+                sh[i] = x ? x->scales_h : 0;
+                d[i] = x ? x->d : 0;
+            }
+            memcpy(sb + INF_X86_IQ4XS_SCALES_H, sh, sizeof sh);
+            memcpy(sb + INF_X86_IQ4XS_D, d, sizeof d);
         } else { /* Q6_K */
             char *sb = group + (size_t)b * Q6P_CODES;
             pack_units(rows, offsetof(inf_block_q6_K, ql), 32, sb);
@@ -835,6 +861,26 @@ void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t 
         _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + (five ? INF_X86_Q5K_D : INF_X86_Q4K_D)))));
         _mm512_storeu_ps(dmin, _mm512_cvtph_ps(_mm256_load_si256(
                                    (const __m256i *)(sb + (five ? INF_X86_Q5K_DMIN : INF_X86_Q4K_DMIN)))));
+        return;
+    }
+    if (type == INF_DTYPE_IQ4_XS) {
+        const char *sb = group + (size_t)b * INF_X86_IQ4XS_BLOCK;
+        for (int u = 0; u < 32; u++) { /* elements 32j + 4i (quad 8j + i) and + 16 (quad 8j + 4 + i), j = u / 4, i = u % 4 */
+            const __m512i v = _mm512_load_si512(sb + u * 64);
+            const int q = 8 * (u / 4) + u % 4;
+            _mm512_storeu_si512(quads + q * 64, _mm512_shuffle_epi8(iq4_table(), _mm512_and_si512(v, m0f)));
+            _mm512_storeu_si512(quads + (q + 4) * 64,
+                                _mm512_shuffle_epi8(iq4_table(), _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f)));
+        }
+        int32_t sc[8][16] __attribute__((aligned(64)));
+        iq4xs_packed_scales(sb, sc);
+        for (int g = 0; g < 16; g++) {
+            const __m512i s32 = _mm512_load_si512(sc[g / 2]);
+            _mm512_storeu_si512(scale + 16 * g, s32);
+            _mm512_storeu_si512(coef + 16 * g, _mm512_slli_epi32(s32, 7)); /* 128 * scale */
+        }
+        _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_IQ4XS_D))));
+        _mm512_storeu_ps(dmin, _mm512_setzero_ps());
         return;
     }
     const char *sb = group + (size_t)b * Q6P_CODES; /* Q6_K */
@@ -979,6 +1025,44 @@ INLINE void q6k_packed_block(const char *group, int64_t nb, const char *sb, cons
              isum, zero, xa, b, NT, sum);
 }
 
+/* Super-block b of a packed IQ4_XS group (sb) times NT tokens: codes
+ * (table value + 128) by VPSHUFB, one sum of 32 per sub-block times its
+ * signed scale by VPMULLD, less 128 Σ scale * bsum (VPDPWSSD of [s, s]). */
+INLINE void iq4xs_packed_block(const char *sb, const inf_block_q8_K *const *xa, int64_t b, const int NT, __m512 *sum) {
+    const __m512i m0f = _mm512_set1_epi8(0x0F), table = iq4_table();
+    int32_t sc[8][16] __attribute__((aligned(64)));
+    iq4xs_packed_scales(sb, sc);
+    __m512i isum[PK_TOKENS], bias[PK_TOKENS], zero[PK_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = bias[t] = zero[t] = _mm512_setzero_si512();
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+        __m512i acc[PK_TOKENS];
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+            const __m512i v = _mm512_load_si512(sb + (4 * j + i) * 64);
+            const __m512i ul = _mm512_shuffle_epi8(table, _mm512_and_si512(v, m0f));
+            const __m512i uh = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f));
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                int32_t ql, qh;
+                memcpy(&ql, xa[t][b].qs + 32 * j + 4 * i, 4);
+                memcpy(&qh, xa[t][b].qs + 32 * j + 16 + 4 * i, 4);
+                acc[t] = _mm512_dpbusd_epi32(acc[t], ul, _mm512_set1_epi32(ql));
+                acc[t] = _mm512_dpbusd_epi32(acc[t], uh, _mm512_set1_epi32(qh));
+            }
+        }
+        const __m512i s = _mm512_load_si512(sc[j]);
+        const __m512i pair = _mm512_or_si512(_mm512_and_si512(s, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(s, 16));
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+            int32_t bs; /* bsums of 16-groups 2j, 2j + 1 */
+            memcpy(&bs, &xa[t][b].bsums[2 * j], 4);
+            isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(acc[t], s));
+            bias[t] = _mm512_dpwssd_epi32(bias[t], pair, _mm512_set1_epi32(bs));
+        }
+    }
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(bias[t], 7));
+    pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_IQ4XS_D))), _mm512_setzero_ps(), isum, zero,
+             xa, b, NT, sum);
+}
+
 /* Tokens [t0, t0 + NT) times one packed group of nb super-blocks. */
 INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, const char *act, size_t stride, int t0,
                                const int NT, float *y, size_t ys, __mmask16 rows) {
@@ -988,12 +1072,16 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
         xa[t] = (const inf_block_q8_K *)(act + (size_t)(t0 + t) * stride);
         sum[t] = _mm512_setzero_ps();
     }
-    const size_t step = type == INF_DTYPE_Q4_K ? INF_X86_Q4K_BLOCK : type == INF_DTYPE_Q5_K ? INF_X86_Q5K_BLOCK : Q6P_CODES;
+    const size_t step = type == INF_DTYPE_Q4_K    ? INF_X86_Q4K_BLOCK
+                        : type == INF_DTYPE_Q5_K  ? INF_X86_Q5K_BLOCK
+                        : type == INF_DTYPE_IQ4_XS ? INF_X86_IQ4XS_BLOCK
+                                                   : Q6P_CODES;
     for (int64_t b = 0; b < nb; b++) {
         const char *sb = group + (size_t)b * step;
         _Pragma("GCC unroll 48") for (size_t line = 0; line < step / 64; line++)
             _mm_prefetch(sb + PK_PREFETCH * step + line * 64, _MM_HINT_T1);
         if (type == INF_DTYPE_Q6_K) q6k_packed_block(group, nb, sb, xa, b, NT, sum);
+        else if (type == INF_DTYPE_IQ4_XS) iq4xs_packed_block(sb, xa, b, NT, sum);
         else q45k_packed_block(sb, type == INF_DTYPE_Q5_K, xa, b, NT, sum);
     }
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)(t0 + t) * ys, rows, sum[t]);
@@ -1025,6 +1113,7 @@ static void kquant_packed_panel(const inf_weight *w, const inf_act *a, int64_t r
             float *yg = y + r;
             if (w->type == INF_DTYPE_Q4_K) PK_CASES(INF_DTYPE_Q4_K)
             else if (w->type == INF_DTYPE_Q5_K) PK_CASES(INF_DTYPE_Q5_K)
+            else if (w->type == INF_DTYPE_IQ4_XS) PK_CASES(INF_DTYPE_IQ4_XS)
             else PK_CASES(INF_DTYPE_Q6_K)
         }
     }

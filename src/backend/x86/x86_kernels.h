@@ -47,7 +47,7 @@ void inf_avx2_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r
                     void *pack);
 size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 
-/* ---- Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights packed in groups of 16 rows, for
+/* ---- Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and IQ4_XS weights packed in groups of 16 rows, for
  * the avx512 gemm and the AMX tiles alike (per task by
  * inf_avx512_pack_group, or the whole matrix once at load:
  * inf_avx512_pack_rows). A group of nb = cols / 32 blocks (K-quants:
@@ -71,6 +71,11 @@ size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
  *     qh [8 units][16 rows][4] (the file's qh bytes 4v .. + 3 as unit v:
  *     bit j the fifth bit of element 32j + 4v ..), then Q4_K's scales, d
  *     and dmin at INF_X86_Q5K_SCALES, INF_X86_Q5K_D, INF_X86_Q5K_DMIN;
+ *   IQ4_XS: per super-block, INF_X86_IQ4XS_BLOCK bytes: codes [32 units]
+ *     [16 rows][4], the file's qs bytes 4u .. + 3 as unit u (low nibbles:
+ *     elements 32 (u / 4) + 4 (u % 4) .. + 3, high nibbles those + 16),
+ *     then scales_h [16 rows] u16, scales_l [4][16 rows], d [16 rows] f16
+ *     at INF_X86_IQ4XS_SCALES_H, _SCALES_L, _D;
  *   Q6_K: per super-block, INF_X86_Q6K_CODES_BLOCK bytes:
  *     ql [2 halves][16 units][16 rows][4]: the file's ql bytes 64h + 4u ..
  *           + 3 as unit u of half h: low nibbles are the low bits of
@@ -80,8 +85,8 @@ size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
  *           + 64, + 96) .. + 3;
  *   then scales [nb][16 groups][16 rows] int8 (inf_x86_q6k_scales_at), d
  *   [nb][16 rows] f16 (inf_x86_q6k_d_at), padded to 64 bytes.
- * As many bytes as the GGUF rows (34, 18 per 32 weights; 144, 176, 210
- * per 256), up to the padding. Group g of a packed matrix starts at
+ * As many bytes as the GGUF rows (34, 18 per 32 weights; 144, 176, 210,
+ * 136 per 256), up to the padding. Group g of a packed matrix starts at
  * g * inf_x86_packed_group_bytes(type, cols). */
 enum {
     INF_X86_PACKED_SCALES_BLOCK = 16 * 2,
@@ -95,11 +100,15 @@ enum {
     INF_X86_Q5K_D = INF_X86_Q5K_SCALES + 12 * 16,
     INF_X86_Q5K_DMIN = INF_X86_Q5K_D + 32,
     INF_X86_Q5K_BLOCK = INF_X86_Q5K_DMIN + 32, /* 2816 = 16 x 176 */
+    INF_X86_IQ4XS_SCALES_H = 2048,
+    INF_X86_IQ4XS_SCALES_L = INF_X86_IQ4XS_SCALES_H + 32,
+    INF_X86_IQ4XS_D = INF_X86_IQ4XS_SCALES_L + 64,
+    INF_X86_IQ4XS_BLOCK = INF_X86_IQ4XS_D + 32, /* 2176 = 16 x 136 */
     INF_X86_Q6K_CODES_BLOCK = 2048 + 1024,
 };
 static inline bool inf_x86_packs(inf_dtype type) {
     return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0 || type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K ||
-           type == INF_DTYPE_Q6_K;
+           type == INF_DTYPE_Q6_K || type == INF_DTYPE_IQ4_XS;
 }
 static inline size_t inf_x86_packed_quants_block(inf_dtype type) { return type == INF_DTYPE_Q8_0 ? 512 : 256; }
 static inline size_t inf_x86_q6k_scales_at(int64_t nb, int64_t b) {
@@ -111,6 +120,7 @@ static inline size_t inf_x86_q6k_d_at(int64_t nb, int64_t b) {
 static inline size_t inf_x86_packed_group_bytes(inf_dtype type, int64_t cols) {
     if (type == INF_DTYPE_Q4_K) return (size_t)(cols / 256) * INF_X86_Q4K_BLOCK;
     if (type == INF_DTYPE_Q5_K) return (size_t)(cols / 256) * INF_X86_Q5K_BLOCK;
+    if (type == INF_DTYPE_IQ4_XS) return (size_t)(cols / 256) * INF_X86_IQ4XS_BLOCK;
     if (type == INF_DTYPE_Q6_K) return (inf_x86_q6k_d_at(cols / 256, cols / 256) + 63) / 64 * 64;
     return ((size_t)(cols / 32) * (inf_x86_packed_quants_block(type) + INF_X86_PACKED_SCALES_BLOCK) + 63) / 64 * 64;
 }
@@ -136,7 +146,7 @@ size_t inf_avx512_gemm_pack_bytes(inf_dtype type, int64_t cols);
 void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bool for_tiles);
 /* The packed copy of a whole weight (kernels.h packed_bytes, pack_rows):
  * Q8_0 and Q4_0 (their activations: Q8_0 blocks, prepared as Q8_0's),
- * Q4_K, Q5_K and Q6_K (their own: Q8_K rows, inf_avx512_qgemm_prepare). */
+ * the super-block types (their own: Q8_K rows, inf_avx512_qgemm_prepare). */
 size_t inf_avx512_packed_bytes(const inf_weight *w);
 void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst);
 size_t inf_avx512_attn_tmp_bytes(const inf_attn_shape *shape);
@@ -174,7 +184,7 @@ size_t inf_avx512_qgemm32_pack_bytes(int64_t cols);
  * min, 0 but for Q4_1/Q5_1); groups nb blocks apart. */
 enum { INF_QB_CORR = 512, INF_QB_D = 576, INF_QB_M = 640, INF_QB_BLOCK = 704 };
 void inf_avx512_qgemm32_pack(const inf_weight *w, int64_t r0, int64_t r1, void *pack);
-/* Q4_K, Q5_K and Q6_K packed at load (the layout above): rows [r, r + nr) of w
+/* Q4_K, Q5_K, Q6_K and IQ4_XS packed at load (the layout above): rows [r, r + nr) of w
  * into group dst (missing rows zeros); the gemm of such a weight, any
  * range of whole groups and any token count, bit-identical to ref.c; and
  * super-block b of a group of nb unpacked for the gemms' per-task packs:
