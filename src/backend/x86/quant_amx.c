@@ -66,12 +66,12 @@ enum {
     /* From this many tokens the tiles run (Xeon, 2 threads, 64 x 1024 Q4_K:
      * see inf_amx_kquant_takes); below, the avx512 gemm, bit-identical. */
     KQ_MIN_TOKENS = 16,
-    /* Q4_K and Q5_K packed at load: the avx512 tile reads them in place, 4 tokens a
-     * pass, and wins below this many (Xeon, 1 thread, 16384 x 4096: 16
-     * tokens 6.7 vs 11.3 ms, 32 12.8 vs 15.2, 40 even, 64 25.0 vs 23.0,
-     * 128 80 vs 53); Q5_K likewise (15 tokens 9.8 ms, 16 on the tiles
-     * 12.5). Packed Q6_K's tile (VPMULLD per 16-group) loses from 16 (39
-     * tokens 26.9 ms, 40 on the tiles 14.5). */
+    /* Q4_K and Q5_K packed at load: the avx512 tile reads them in place,
+     * 4 tokens a pass, and wins below this many (Xeon, 1 thread, 16384 x
+     * 4096 Q4_K: 16 tokens 6.7 vs 11.3 ms, 32 12.8 vs 15.2, 40 even, 64
+     * 25.0 vs 23.0, 128 80 vs 53; Q5_K: 15 tokens 9.8 ms, 16 on the tiles
+     * 12.5). Packed Q6_K's and IQ4_XS's tiles (VPMULLD per sum) lose from
+     * 16 (Q6_K: 39 tokens 26.9 ms, 40 on the tiles 14.5). */
     KQ_PACKED_MIN_TOKENS = 40,
     /* Q4_1, Q5_1: from this many tokens the tiles run (Xeon, 1 thread,
      * 64 x 1024 Q4_1: even with the avx512 gemm at 8, 1.2x at 12, 1.4x at

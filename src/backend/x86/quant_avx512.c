@@ -714,21 +714,22 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
 
 /* ------------------------------------------------------------------ super-blocks packed at load */
 
-/* The super-block types packed at load (x86_kernels.h; Q4_K, Q5_K, Q6_K,
- * IQ4_XS): lane = row, so a
- * super-block's integer sums of 16 rows form in vector lanes, with no
- * horizontal sums and no scalar scale decoding. One load of 4-byte units
- * gives two quads of codes (the low and the high nibbles; Q5_K and Q6_K
- * OR in their top bits from their qh units), and VPDPBUSD with the token's quads
- * broadcast gathers Σ code x per row and sub-block:
+/* The super-block types packed at load (x86_kernels.h: Q4_K, Q5_K, Q6_K,
+ * IQ4_XS): lane = row, so a super-block's integer sums of 16 rows form in
+ * vector lanes, with no horizontal sums and no scalar scale decoding. One
+ * load of 4-byte units gives two quads of codes (the low and the high
+ * nibbles; Q5_K and Q6_K OR in their top bits from their qh units), and
+ * VPDPBUSD with the token's quads broadcast gathers Σ code x per row and
+ * sub-block:
  *   Q4_K: two sums per 32-element sub-block (units 0-3, 4-7: |sum| <= 16
  *     * 15 * 128 < 2^15) times the scale by VPDPWSSD (the scale in the low
  *     half of its lane); the mins by VPDPWSSD of [m, m] per lane against
  *     the token's bsums of the sub-block's two 16-groups, read as one int32;
- *     Q5_K as Q4_K, its scales by VPMULLD (codes to 31: sums of 16 reach
- *     2^15);
+ *   Q5_K: as Q4_K, its scales by VPMULLD (codes to 31: sums of 16 pass 2^15);
  *   Q6_K: one sum per 16-group times its signed scale by VPMULLD; less 32
- *     Σ scale * bsum (VPDPWSSD of the scale pairs against bsum pairs).
+ *     Σ scale * bsum (VPDPWSSD of the scale pairs against bsum pairs);
+ *   IQ4_XS: codes from the table by VPSHUFB, one sum per 32 by VPMULLD,
+ *     less 128 Σ scale * bsum.
  * Then ref.c's f32 steps lane by lane: exact integers and the same
  * operations, so ref.c's bits at any token count. */
 enum {
@@ -737,9 +738,9 @@ enum {
     Q6P_CODES = INF_X86_Q6K_CODES_BLOCK,
 };
 
-/* The 8 scales and 8 mins of a packed Q4_K (Q5_K) super-block's 16 rows
- * from its 12 x 16 scale bytes s, as bytes
- * [sub-block][16 rows] (get_scale_min_k4 of core/quant.h, 16 rows at once). */
+/* The 8 scales and 8 mins of a packed Q4_K (Q5_K) super-block's 16 rows,
+ * from its 12 x 16 scale bytes s, as bytes [sub-block][16 rows]
+ * (get_scale_min_k4 of core/quant.h, 16 rows at once). */
 INLINE void q4k_packed_scales(const char *s, uint8_t sc[128], uint8_t mn[128]) {
     const __m512i z0 = _mm512_load_si512(s), z1 = _mm512_load_si512(s + 64), z2 = _mm512_load_si512(s + 128);
     const __m512i m63 = _mm512_set1_epi8(63), m0f = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
@@ -790,7 +791,8 @@ void inf_avx512_pack_kquant_group(const inf_weight *w, int64_t r, int nr, void *
     char *group = dst;
     for (int64_t b = 0; b < nb; b++) {
         const char *rows[QG_ROWS];
-        for (int i = 0; i < QG_ROWS; i++) rows[i] = i < nr ? (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb : NULL;
+        for (int i = 0; i < QG_ROWS; i++)
+            rows[i] = i < nr ? (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb : NULL;
         uint16_t d[QG_ROWS], dmin[QG_ROWS];
         if (w->type == INF_DTYPE_Q4_K || w->type == INF_DTYPE_Q5_K) {
             const bool five = w->type == INF_DTYPE_Q5_K;
