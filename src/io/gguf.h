@@ -92,6 +92,10 @@ typedef struct gguf_file {
     gguf_tensor *tensors;
     uint64_t data_offset; /* file offset of the data section */
     uint64_t data_bytes;  /* bytes of tensor data (end of the last tensor) */
+    /* the files it was read from: 1 (a split set's shards, a Hugging Face
+     * directory's safetensors files), and their sizes together */
+    int n_files;
+    uint64_t file_bytes;
     /* storage behind tensor data */
     void *map;        /* mmap'ed whole file, or NULL */
     size_t map_bytes;

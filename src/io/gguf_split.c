@@ -204,7 +204,9 @@ static inf_status merge_shards(split_storage *s, uint64_t total, gguf_file **out
             shard->tensors[t].name = (gguf_string){0}; /* moved */
         }
         f->data_bytes += shard->data_bytes;
+        f->file_bytes += shard->file_bytes;
     }
+    f->n_files = (int)s->n;
     *out = f;
     return INF_OK;
 }

@@ -800,6 +800,8 @@ inf_status hf_checkpoint_open(const char *dir, gguf_open_mode mode, void (*progr
         st = inf_errorf(err, INF_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", dir);
     }
     if (st) goto done;
+    f->n_files = (int)s->n_shards;
+    for (size_t i = 0; i < s->n_shards; i++) f->file_bytes += s->shards[i]->file_bytes;
 
     if (!(found = calloc((size_t)(3 + c.n_layer * N_LAYER_NAMES), sizeof *found))) {
         st = inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", dir);

@@ -572,6 +572,8 @@ void inf_model_get_info(const inf_model *m, inf_model_info *out) {
         .weight_type = m->weight_type,
         .n_params = m->n_params,
         .weight_bytes = m->weight_bytes,
+        .n_files = m->file->n_files,
+        .file_bytes = m->file->file_bytes,
         .isa = m->backend->name,
         .n_threads = m->opt.n_threads,
     };
