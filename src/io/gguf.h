@@ -102,8 +102,11 @@ typedef struct gguf_file {
     void *buffer;     /* anonymous copy of the data section, or NULL */
     /* storage that another reader built the file over (a Hugging Face
      * directory's shards, model/hf_checkpoint.c), released by gguf_close
-     * with storage_free(storage); NULL for a file gguf_open read */
+     * with storage_free(storage); NULL for a file gguf_open read.
+     * storage_maps (may be NULL): whether [p, p + n) lies in a file it
+     * mapped (gguf_split.h, gguf_data_mapped). */
     void (*storage_free)(void *storage);
+    bool (*storage_maps)(const void *storage, const void *p, size_t n);
     void *storage;
 } gguf_file;
 

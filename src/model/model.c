@@ -374,12 +374,11 @@ static size_t packed_size(const inf_model *m, const inf_weight *w) {
  * is packed if the arena cannot be had). A matrix to be quantized whose
  * quantized type the backend packs is quantized straight into its packed
  * place; the others into the model's arena first, then packed from there.
- * The loaded copy of a packed matrix is then given back: the GGUF's mapped
+ * The loaded copy of a packed matrix is then given back: the file's mapped
  * pages (read-only: the embedding lookup faults its rows of token_embd
  * back in from the file), and the model's anonymous copies (--no-mmap, or
  * quantized on load) but for token_embd's, whose data pointer is then
- * NULL: nothing reads it again. A Hugging Face directory's mapped shards
- * are left to the page cache. */
+ * NULL: nothing reads it again. */
 static inf_status prepare_weights(inf_model *m, inf_error *err) {
     const inf_ops *b = m->backend;
     const gguf_file *f = m->file;
@@ -408,7 +407,7 @@ static inf_status prepare_weights(inf_model *m, inf_error *err) {
         at += bytes;
         if (!bytes || w->packed || !b->weight_pack(b, w, dst)) continue;
         const size_t n = (size_t)w->rows * w->row_bytes;
-        if (gguf_data_mapped(f, w->data, n)) { /* every shard's mapping, for a split GGUF */
+        if (gguf_data_mapped(f, w->data, n)) { /* every shard's mapping, of a split GGUF or a directory */
             inf_release_pages(w->data, n);
         } else if (w->data != m->token_embd.data && (gguf_data_owned(f, w->data, n) ||
                                                      within(w->data, n, m->quant_arena, m->quant_arena_bytes))) {
