@@ -391,8 +391,9 @@ static inf_status prepare_weights(inf_model *m, inf_error *err) {
         for (int i = 0; matrix_at(m, i); i++) {
             inf_weight *w = matrix_at(m, i);
             const size_t bytes = packed_size(m, w);
+            /* where the backend cannot, w is quantized below and packed from there */
             if (bytes && !(i == 0 && m->tied_output) && model_quantizes(m, w))
-                model_quantize_packed(m, w, (char *)m->packed_arena + at); /* if not: quantized below, packed from there */
+                model_quantize_packed(m, w, (char *)m->packed_arena + at);
             at += bytes;
         }
     }

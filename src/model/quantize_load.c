@@ -57,14 +57,15 @@ bool model_quantized_shape(const inf_model *m, const inf_weight *w, inf_weight *
  * Q8_0 block, whose quantization depends on its own 32 values alone. */
 enum { WIDEN_COLS = 1024 };
 
-/* Rows [r0, r1) of w at dst, dst_row_bytes apart: quantized to Q8_0 when
- * w is F32, F16 or BF16, else copied as they are; then the file's mapped
- * pages of those rows go back (read-only: nothing reads them again). */
+/* x[n] to Q8_0 blocks at dst: the backend's vector quantizer, or the reference. */
 static void quantize_row(const inf_ops *b, const float *x, void *dst, int64_t n) {
     if (b->quantize_q8_0) b->quantize_q8_0(b, x, dst, n);
     else inf_quantize_row_q8_0(x, dst, n);
 }
 
+/* Rows [r0, r1) of w at dst, dst_row_bytes apart: quantized to Q8_0 when
+ * w is F32, F16 or BF16, else copied as they are; then the file's mapped
+ * pages of those rows go back (read-only: nothing reads them again). */
 static void quantize_rows(const inf_model *m, const inf_weight *w, int64_t r0, int64_t r1, uint8_t *dst,
                           size_t dst_row_bytes) {
     const size_t elem_bytes = is_float_type(w->type) ? w->row_bytes / (size_t)w->cols : 0;
@@ -108,7 +109,8 @@ bool model_quantize_packed(inf_model *m, inf_weight *w, void *dst) {
     if (!b->weight_pack_made || !model_quantizes(m, w) || !model_quantized_shape(m, w, &q)) return false;
     made_rows mr = {.m = m, .src = w, .row_bytes = q.row_bytes};
     if (!b->weight_pack_made(b, &q, make_quantized_rows, &mr, dst)) return false;
-    m->weight_bytes = m->weight_bytes - (uint64_t)w->row_bytes * (uint64_t)w->rows + (uint64_t)q.row_bytes * (uint64_t)q.rows;
+    m->weight_bytes -= (uint64_t)w->row_bytes * (uint64_t)w->rows;
+    m->weight_bytes += (uint64_t)q.row_bytes * (uint64_t)q.rows;
     m->weight_type = q.type;
     *w = q; /* packed only: no unpacked rows (data NULL) */
     return true;
