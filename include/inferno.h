@@ -180,6 +180,8 @@ typedef struct inf_model_info {
     inf_dtype weight_type; /* type of most matrix weights */
     uint64_t n_params;
     uint64_t weight_bytes; /* bytes of tensor data */
+    int n_files;           /* files the model was read from: 1, a split GGUF's shards, a directory's safetensors */
+    uint64_t file_bytes;   /* their sizes together */
     const char *isa;       /* kernel path in use: "ref", "avx2", "avx512", "avx512+amx", "neon" */
     int n_threads;
 } inf_model_info;

@@ -518,6 +518,48 @@ static bool cpu_weight_pack(const inf_ops *self, inf_weight *w, void *dst) {
     return true;
 }
 
+typedef struct pack_made_job {
+    cpu_backend *c;
+    const inf_weight *w;
+    inf_weight_rows_fn make_rows;
+    void *ctx;
+    void *dst;
+} pack_made_job;
+
+/* gemm_rows rows made into the thread's scratch, then packed as a weight
+ * of those rows alone at their place in the copy (kernels.h pack_rows). */
+static void pack_made_task(void *ctx, int task, int thread) {
+    pack_made_job *j = ctx;
+    const inf_kernels *k = j->c->k;
+    const int64_t r0 = (int64_t)task * k->gemm_rows, r1 = INF_MIN(j->w->rows, r0 + k->gemm_rows);
+    void *rows = j->c->tmp[thread].p;
+    j->make_rows(j->ctx, r0, r1, rows);
+    inf_weight before = *j->w, part = *j->w;
+    before.rows = r0;
+    part.rows = r1 - r0;
+    part.data = rows;
+    k->pack_rows(&part, 0, part.rows, (char *)j->dst + k->packed_bytes(&before));
+}
+
+static bool cpu_weight_pack_made(const inf_ops *self, inf_weight *w, inf_weight_rows_fn make_rows, void *ctx,
+                                 void *dst) {
+    cpu_backend *c = cpu_of(self);
+    const size_t made_bytes = (size_t)c->k->gemm_rows * w->row_bytes;
+    if (!c->k->packed_bytes(w) ||
+        !ensure_tmp(c, INF_MAX(made_bytes, c->k->gemm_pack_bytes(w->type, w->cols))))
+        return false;
+    pack_made_job j = {.c = c, .w = w, .make_rows = make_rows, .ctx = ctx, .dst = dst};
+    const int tasks = (int)((w->rows + c->k->gemm_rows - 1) / c->k->gemm_rows);
+    run_tasks(c, tasks, pack_made_task, &j, (double)w->rows * (double)w->cols);
+    w->packed = dst;
+    w->packed_format = c->k->packed_format;
+    return true;
+}
+
+static void cpu_quantize_q8_0(const inf_ops *self, const float *x, void *y, int64_t n) {
+    cpu_of(self)->k->quantize_row_q8_0(x, y, n);
+}
+
 /* ------------------------------------------------------------------ element-wise ops */
 
 /* Elements per task of the element-wise ops, and the size from which they
@@ -906,6 +948,8 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
         .buffer_free = c->ref->buffer_free,
         .weight_packed_bytes = c->k && c->k->pack_rows ? cpu_weight_packed_bytes : NULL,
         .weight_pack = c->k && c->k->pack_rows ? cpu_weight_pack : NULL,
+        .weight_pack_made = c->k && c->k->pack_rows ? cpu_weight_pack_made : NULL,
+        .quantize_q8_0 = c->k && c->k->quantize_row_q8_0 ? cpu_quantize_q8_0 : NULL,
         .matmul = cpu_matmul,
         .matmul_group = cpu_matmul_group,
         .rmsnorm = cpu_rmsnorm,

@@ -111,10 +111,12 @@ typedef struct inf_kernels {
     /* Weights packed once at load (ops.h weight_pack; all NULL / 0: none).
      * packed_bytes: the bytes of w's packed copy, 0 when its type has none;
      * pack_rows: rows [r0, r1) of w (r0 a multiple of gemm_rows) into their
-     * place in the copy at dst. A weight whose packed_format is this
-     * table's runs every token count on the gemm, which then reads
-     * w->packed instead of packing rows itself; its rows are the unpacked
-     * weight's bit for bit. */
+     * place in the copy at dst, packed_bytes(w's first r0 rows) into it; a
+     * weight of those rows alone packs to the same bytes (which is how
+     * ops.h weight_pack_made packs rows as they are made). A weight whose
+     * packed_format is this table's runs every token count on the gemm,
+     * which then reads w->packed instead of packing rows itself; its rows
+     * are the unpacked weight's bit for bit. */
     size_t (*packed_bytes)(const inf_weight *w);
     void (*pack_rows)(const inf_weight *w, int64_t r0, int64_t r1, void *dst);
     int packed_format;

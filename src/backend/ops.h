@@ -87,6 +87,10 @@ typedef struct inf_weight {
     int packed_format;
 } inf_weight;
 
+/* Writes rows [r0, r1) of a weight being made (inf_ops.weight_pack_made)
+ * to rows, the weight's row_bytes apart. */
+typedef void (*inf_weight_rows_fn)(void *ctx, int64_t r0, int64_t r1, void *rows);
+
 /* One layer's K or V cache of one sequence as the attention ops read it:
  * paged. Positions come in blocks of block_size; the sequence's block table
  * maps its i-th block to block blocks[i] of data, and the head_dim elements
@@ -191,6 +195,20 @@ struct inf_ops {
      * unpacked one, bit for bit; it no longer reads w->data. */
     size_t (*weight_packed_bytes)(const inf_ops *self, const inf_weight *w);
     bool (*weight_pack)(const inf_ops *self, inf_weight *w, void *dst);
+    /* Optional (NULL where weight_pack is): weight_pack for a weight whose
+     * rows are made while it is packed (quantized on load), so that the
+     * unpacked matrix never exists whole. w gives the type and shape
+     * (w->data is not read); make_rows(ctx, r0, r1, rows) writes rows
+     * [r0, r1) of it to rows, w->row_bytes apart. The backend calls it for
+     * disjoint runs of rows on its threads, concurrently, and packs each run
+     * at once; the result is weight_pack's of the whole made weight. */
+    bool (*weight_pack_made)(const inf_ops *self, inf_weight *w, inf_weight_rows_fn make_rows, void *ctx,
+                             void *dst);
+    /* Optional (NULL: call inf_quantize_row_q8_0): x[n], n a multiple of
+     * 32, quantized to Q8_0 blocks at y exactly as inf_quantize_row_q8_0
+     * quantizes them, on the calling thread (for quantizing weights on
+     * load; the ops quantize activations themselves). */
+    void (*quantize_q8_0)(const inf_ops *self, const float *x, void *y, int64_t n);
 
     /* matmul of the same x with `count` weights (Q, K and V; gate and up):
      * y[i][n][w[i]->rows] = x · w[i]^T, each exactly as matmul computes it;

@@ -105,10 +105,12 @@ int cmd_info(int argc, char **argv) {
     inf_model_get_info(m, &in);
     const inf_tokenizer *tok = inf_model_tokenizer(m);
     struct stat sb;
-    bool is_dir = stat(a.model_path, &sb) == 0 && S_ISDIR(sb.st_mode);
-    uint64_t file_bytes = !is_dir && stat(a.model_path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-    if (is_dir) printf("file         %s (Hugging Face checkpoint directory)\n", a.model_path);
-    else printf("file         %s (%.1f MiB)\n", a.model_path, mib(file_bytes));
+    if (stat(a.model_path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        printf("file         %s (Hugging Face checkpoint directory)\n", a.model_path);
+    else if (in.n_files > 1) /* a split GGUF, named by any of its shards */
+        printf("file         %s (%.1f MiB in %d shards)\n", a.model_path, mib(in.file_bytes), in.n_files);
+    else
+        printf("file         %s (%.1f MiB)\n", a.model_path, mib(in.file_bytes));
     printf("name         %s\n", in.name);
     printf("architecture %s\n", in.architecture);
     printf("layers       %d\n", in.n_layer);

@@ -5,9 +5,11 @@
 #include "core/common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 inf_status inf_errorf(inf_error *err, inf_status status, const char *fmt, ...) {
@@ -129,6 +131,34 @@ inf_status inf_read_file(const char *path, char **out, size_t *len, inf_error *e
     fclose(f);
     *out = buf;
     return st;
+}
+
+inf_status inf_map_file(const char *path, const char **out, size_t *len, inf_error *err) {
+    *out = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return inf_errorf(err, INF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    inf_status st = INF_OK;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > SIZE_MAX) {
+        st = inf_errorf(err, INF_ERR_IO, "%s: cannot determine the file size", path);
+    } else if (sb.st_size == 0) {
+        *out = "";
+    } else {
+        void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            st = inf_errorf(err, INF_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
+        } else {
+            *out = map;
+            *len = (size_t)sb.st_size;
+        }
+    }
+    close(fd);
+    return st;
+}
+
+void inf_unmap_file(const char *data, size_t len) {
+    if (data && len) munmap((void *)(uintptr_t)data, len);
 }
 
 /* ------------------------------------------------------------------ UTF-8 */

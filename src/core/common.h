@@ -70,6 +70,13 @@ void inf_buf_puts(inf_buf *b, const char *s);
  * it cannot be opened, sized or read, INF_ERR_NOMEM. */
 inf_status inf_read_file(const char *path, char **out, size_t *len, inf_error *err);
 
+/* The whole file at path mapped read-only (no NUL after it; an empty file
+ * is a non-NULL pointer to nothing), for large files read once and in
+ * place: no copy, no anonymous pages. Errors as inf_read_file's.
+ * inf_unmap_file(*out, *len) releases it. */
+inf_status inf_map_file(const char *path, const char **out, size_t *len, inf_error *err);
+void inf_unmap_file(const char *data, size_t len);
+
 /* Writes cp (at most U+10FFFF) as UTF-8 to out (room for 4 bytes); returns
  * the length. */
 size_t inf_utf8_encode(uint32_t cp, char *out);

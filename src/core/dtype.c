@@ -146,9 +146,16 @@ void inf_dequantize_row(inf_dtype type, const void *src, float *dst, int64_t n) 
     case INF_DTYPE_F16:
         for (int64_t i = 0; i < n; i++) dst[i] = inf_f16_to_f32(((const inf_f16 *)src)[i]);
         break;
-    case INF_DTYPE_BF16:
-        for (int64_t i = 0; i < n; i++) dst[i] = inf_bf16_to_f32(((const inf_bf16 *)src)[i]);
+    case INF_DTYPE_BF16: {
+        /* in runs of 32 (a fixed count -O2 vectorizes: quantizing BF16
+         * weights on load spends most of its time here), then the rest */
+        const inf_bf16 *b = src;
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32)
+            for (int k = 0; k < 32; k++) dst[i + k] = inf_bf16_to_f32(b[i + k]);
+        for (; i < n; i++) dst[i] = inf_bf16_to_f32(b[i]);
         break;
+    }
     case INF_DTYPE_Q8_0: {
         const inf_block_q8_0 *blk = src;
         for (int64_t b = 0; b < n / INF_Q8_0_BLOCK; b++) {

@@ -611,6 +611,8 @@ inf_status gguf_open_progress(const char *path, gguf_open_mode mode, void (*prog
         goto done;
     }
     c.size = (uint64_t)sb.st_size;
+    f->n_files = 1;
+    f->file_bytes = c.size;
     if (mode == GGUF_OPEN_MMAP && c.size > 0) {
         if (c.size > SIZE_MAX) {
             st = inf_errorf(err, INF_ERR_NOMEM, "%s: file too large to map", path);

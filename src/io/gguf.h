@@ -92,14 +92,21 @@ typedef struct gguf_file {
     gguf_tensor *tensors;
     uint64_t data_offset; /* file offset of the data section */
     uint64_t data_bytes;  /* bytes of tensor data (end of the last tensor) */
+    /* the files it was read from: 1 (a split set's shards, a Hugging Face
+     * directory's safetensors files), and their sizes together */
+    int n_files;
+    uint64_t file_bytes;
     /* storage behind tensor data */
     void *map;        /* mmap'ed whole file, or NULL */
     size_t map_bytes;
     void *buffer;     /* anonymous copy of the data section, or NULL */
     /* storage that another reader built the file over (a Hugging Face
      * directory's shards, model/hf_checkpoint.c), released by gguf_close
-     * with storage_free(storage); NULL for a file gguf_open read */
+     * with storage_free(storage); NULL for a file gguf_open read.
+     * storage_maps (may be NULL): whether [p, p + n) lies in a file it
+     * mapped (gguf_split.h, gguf_data_mapped). */
     void (*storage_free)(void *storage);
+    bool (*storage_maps)(const void *storage, const void *p, size_t n);
     void *storage;
 } gguf_file;
 

@@ -204,7 +204,9 @@ static inf_status merge_shards(split_storage *s, uint64_t total, gguf_file **out
             shard->tensors[t].name = (gguf_string){0}; /* moved */
         }
         f->data_bytes += shard->data_bytes;
+        f->file_bytes += shard->file_bytes;
     }
+    f->n_files = (int)s->n;
     *out = f;
     return INF_OK;
 }
@@ -307,7 +309,7 @@ bool gguf_data_mapped(const gguf_file *f, const void *p, size_t n) {
     if (within(p, n, f->map, f->map_bytes)) return true;
     for (size_t i = 0; s && i < s->n; i++)
         if (within(p, n, s->shards[i]->map, s->shards[i]->map_bytes)) return true;
-    return false;
+    return f->storage_maps && f->storage_maps(f->storage, p, n);
 }
 
 bool gguf_data_owned(const gguf_file *f, const void *p, size_t n) {

@@ -34,8 +34,9 @@ inf_status gguf_open_split(const char *path, gguf_open_mode mode, void (*progres
 /*
  * Whether [p, p + n) lies in f's mapped file data, or in the anonymous
  * copy f owns (GGUF_OPEN_READ), looking into every shard of a split set.
- * Storage that other readers built a gguf_file over (a Hugging Face
- * directory's shards) is neither.
+ * Storage that other readers built a gguf_file over is mapped where its
+ * storage_maps says so (a Hugging Face directory's mapped safetensors
+ * files), and never owned.
  */
 bool gguf_data_mapped(const gguf_file *f, const void *p, size_t n);
 bool gguf_data_owned(const gguf_file *f, const void *p, size_t n);

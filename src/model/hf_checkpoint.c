@@ -99,6 +99,17 @@ static void storage_free(void *p) {
     free(s);
 }
 
+static bool storage_maps(const void *p, const void *data, size_t n) {
+    const hf_storage *s = p;
+    for (size_t i = 0; i < s->n_shards; i++) {
+        const safetensors_file *shard = s->shards[i];
+        if (shard->map && (uintptr_t)data >= (uintptr_t)shard->map &&
+            (uintptr_t)data + n <= (uintptr_t)shard->map + shard->map_bytes)
+            return true;
+    }
+    return false;
+}
+
 /* ------------------------------------------------------------------ JSON files */
 
 static inf_status read_json(const char *path, cJSON **out, inf_error *err) {
@@ -777,6 +788,7 @@ inf_status hf_checkpoint_open(const char *dir, gguf_open_mode mode, void (*progr
     f->alignment = GGUF_DEFAULT_ALIGNMENT;
     f->storage = s; /* from here gguf_close(f) releases s */
     f->storage_free = storage_free;
+    f->storage_maps = storage_maps;
     if (!is_file(config_path)) {
         st = inf_errorf(err, INF_ERR_IO, "%s: not a regular file, and no config.json in it (a Hugging Face checkpoint)",
                         dir);
@@ -800,6 +812,8 @@ inf_status hf_checkpoint_open(const char *dir, gguf_open_mode mode, void (*progr
         st = inf_errorf(err, INF_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", dir);
     }
     if (st) goto done;
+    f->n_files = (int)s->n_shards;
+    for (size_t i = 0; i < s->n_shards; i++) f->file_bytes += s->shards[i]->file_bytes;
 
     if (!(found = calloc((size_t)(3 + c.n_layer * N_LAYER_NAMES), sizeof *found))) {
         st = inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", dir);

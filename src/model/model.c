@@ -359,30 +359,56 @@ static bool within(const void *p, size_t n, const void *base, size_t len) {
     return base && (uintptr_t)p >= (uintptr_t)base && (uintptr_t)p + n <= (uintptr_t)base + len;
 }
 
-/* Repacks the matrices for the backend (ops.h weight_pack); a matrix it
- * cannot pack stays as loaded. The loaded copy of a packed matrix is then
- * given back: the GGUF's mapped pages (read-only: the embedding lookup
- * faults its rows of token_embd back in from the file), and the model's
- * anonymous copies (--no-mmap, or quantized on load) but for token_embd's,
- * whose data pointer is then NULL: nothing reads it again. A Hugging Face
- * directory's mapped shards are left to the page cache. */
-static void pack_weights(inf_model *m) {
+/* The bytes of matrix w packed for the backend (64-byte aligned), as w
+ * will be once quantized on load; 0 when it will not be packed. */
+static size_t packed_size(const inf_model *m, const inf_weight *w) {
+    inf_weight as_used;
+    if (!model_quantized_shape(m, w, &as_used)) return 0;
+    return (m->backend->weight_packed_bytes(m->backend, &as_used) + 63) / 64 * 64;
+}
+
+/* The matrices made ready for the backend: quantized on load
+ * (quantize_load.c) and repacked (ops.h weight_pack), into one arena on
+ * huge pages (a page per matrix would waste up to 2 MiB each) laid out in
+ * matrix_at order; a matrix the backend cannot pack stays as loaded (none
+ * is packed if the arena cannot be had). A matrix to be quantized whose
+ * quantized type the backend packs is quantized straight into its packed
+ * place; the others into the model's arena first, then packed from there.
+ * The loaded copy of a packed matrix is then given back: the file's mapped
+ * pages (read-only: the embedding lookup faults its rows of token_embd
+ * back in from the file), and the model's anonymous copies (--no-mmap, or
+ * quantized on load) but for token_embd's, whose data pointer is then
+ * NULL: nothing reads it again. */
+static inf_status prepare_weights(inf_model *m, inf_error *err) {
     const inf_ops *b = m->backend;
     const gguf_file *f = m->file;
-    if (!b->weight_pack || m->opt.no_repack || !m->layers) return;
-    /* one arena on huge pages for all of them (a page per matrix would
-     * waste up to 2 MiB each); none: every matrix stays as loaded */
     size_t total = 0;
-    for (int i = 0; matrix_at(m, i); i++) total += (b->weight_packed_bytes(b, matrix_at(m, i)) + 63) / 64 * 64;
-    if (!total || !(m->packed_arena = inf_alloc_huge(total))) return;
+    if (b->weight_pack && !m->opt.no_repack && m->layers)
+        for (int i = 0; matrix_at(m, i); i++) total += packed_size(m, matrix_at(m, i));
+    if (total) m->packed_arena = inf_alloc_huge(total);
+    if (m->packed_arena) { /* a tied output is token_embd, which stays unpacked */
+        size_t at = 0;
+        for (int i = 0; matrix_at(m, i); i++) {
+            inf_weight *w = matrix_at(m, i);
+            const size_t bytes = packed_size(m, w);
+            /* where the backend cannot, w is quantized below and packed from there */
+            if (bytes && !(i == 0 && m->tied_output) && model_quantizes(m, w))
+                model_quantize_packed(m, w, (char *)m->packed_arena + at);
+            at += bytes;
+        }
+    }
+    inf_status st;
+    if (m->opt.quantize && (st = model_quantize_weights(m, !m->opt.use_mmap, err))) return st;
+    if (!m->packed_arena) return INF_OK;
     size_t at = 0;
     for (int i = 0; matrix_at(m, i); i++) {
         inf_weight *w = matrix_at(m, i);
-        const size_t bytes = (b->weight_packed_bytes(b, w) + 63) / 64 * 64;
-        if (!bytes || !b->weight_pack(b, w, (char *)m->packed_arena + at)) continue;
+        const size_t bytes = packed_size(m, w);
+        void *dst = (char *)m->packed_arena + at;
         at += bytes;
+        if (!bytes || w->packed || !b->weight_pack(b, w, dst)) continue;
         const size_t n = (size_t)w->rows * w->row_bytes;
-        if (gguf_data_mapped(f, w->data, n)) { /* every shard's mapping, for a split GGUF */
+        if (gguf_data_mapped(f, w->data, n)) { /* every shard's mapping, of a split GGUF or a directory */
             inf_release_pages(w->data, n);
         } else if (w->data != m->token_embd.data && (gguf_data_owned(f, w->data, n) ||
                                                      within(w->data, n, m->quant_arena, m->quant_arena_bytes))) {
@@ -390,6 +416,7 @@ static void pack_weights(inf_model *m) {
             w->data = NULL;
         }
     }
+    return INF_OK;
 }
 
 void inf_model_free(inf_model *m) {
@@ -459,6 +486,9 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     }
     if (opt->n_threads < 0 || opt->n_ctx < 0)
         return inf_errorf(err, INF_ERR_INVALID, "n_threads and n_ctx must not be negative");
+    if (opt->quantize && opt->quantize_type != INF_DTYPE_Q8_0)
+        return inf_errorf(err, INF_ERR_INVALID, "cannot quantize on load to %s (only q8_0)",
+                          inf_dtype_name(opt->quantize_type));
     inf_model *m = calloc(1, sizeof *m);
     if (!m || !(m->path = strdup(path))) {
         free(m);
@@ -494,21 +524,17 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     }
     if (m->opt.n_ctx == 0) m->opt.n_ctx = INF_MIN(m->cfg.n_ctx_train, 4096);
     summarize_weights(m);
-    if (opt->quantize && (st = model_quantize_weights(m, opt->quantize_type, !opt->use_mmap, err))) {
-        inf_model_free(m);
-        return st;
-    }
     inf_isa isa;
     inf_ops *backend = NULL;
     st = inf_isa_select(&isa, err);
     if (!st) st = inf_ops_cpu_new(isa, m->opt.n_threads, &backend, err);
+    m->backend = backend;
+    m->ops = m->backend;
+    if (!st) st = prepare_weights(m, err);
     if (st) {
         inf_model_free(m);
         return st;
     }
-    m->backend = backend;
-    m->ops = m->backend;
-    pack_weights(m);
     if (opt->trace) {
         m->tracer = inf_ops_trace_new(m->ops);
         if (!m->tracer) {
@@ -546,6 +572,8 @@ void inf_model_get_info(const inf_model *m, inf_model_info *out) {
         .weight_type = m->weight_type,
         .n_params = m->n_params,
         .weight_bytes = m->weight_bytes,
+        .n_files = m->file->n_files,
+        .file_bytes = m->file->file_bytes,
         .isa = m->backend->name,
         .n_threads = m->opt.n_threads,
     };

@@ -75,10 +75,21 @@ struct inf_model {
     inf_tokenizer *tokenizer; /* NULL when the file has none */
 };
 
-/* Converts the F32/F16/BF16 matrices to type (only INF_DTYPE_Q8_0) into
- * m->quant_arena and rebinds them; with copy_others the other matrices
- * are copied there too (quantize_load.c). */
-inf_status model_quantize_weights(inf_model *m, inf_dtype type, bool copy_others, inf_error *err);
+/* Quantizing on load to m->opt.quantize_type (INF_DTYPE_Q8_0; quantize_load.c).
+ * model_quantizes: whether w is still to be quantized (an F32/F16/BF16
+ * matrix, m->opt.quantize set). model_quantized_shape: w as it will be
+ * once quantized (itself if it is not to be; data NULL), false when its
+ * columns do not fit the type's blocks. model_quantize_packed: w
+ * quantized straight into the backend's packed layout at dst (ops.h
+ * weight_pack_made, dst weight_packed_bytes of the quantized shape) and
+ * rebound packed only (data NULL); false (w unchanged) when the backend
+ * cannot. model_quantize_weights: the matrices still to be quantized, and
+ * with copy_others the other unpacked ones as they are, into
+ * m->quant_arena, and rebinds them. */
+bool model_quantizes(const inf_model *m, const inf_weight *w);
+bool model_quantized_shape(const inf_model *m, const inf_weight *w, inf_weight *out);
+bool model_quantize_packed(inf_model *m, inf_weight *w, void *dst);
+inf_status model_quantize_weights(inf_model *m, bool copy_others, inf_error *err);
 
 /* Most tokens one forward pass takes; longer evaluations are split. */
 enum { QWEN3_UBATCH = 512 };

@@ -40,7 +40,7 @@ static bool scan_fail(json_scan *js, const char *what) {
     return false;
 }
 
-static void scan_ws(json_scan *js) {
+static inline void scan_ws(json_scan *js) {
     while (js->pos < js->len) {
         char c = js->s[js->pos];
         if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
@@ -556,8 +556,8 @@ static inf_status build_from_json(json_load *L, const char *path, const cJSON *c
 inf_status tokenizer_load_json(const char *path, inf_tokenizer **out, inf_error *err) {
     *out = NULL;
     size_t len;
-    char *text;
-    inf_status st = inf_read_file(path, &text, &len, err);
+    const char *text; /* mapped: the scanner reads it once, in place */
+    inf_status st = inf_map_file(path, &text, &len, err);
     if (st) return st;
     json_load L = {0};
     L.js = (json_scan){text, len, 0, path, err, INF_OK};
@@ -575,6 +575,6 @@ inf_status tokenizer_load_json(const char *path, inf_tokenizer **out, inf_error 
     free(L.bytes.data);
     free(L.vocab_text.data);
     free(L.vocab);
-    free(text);
+    inf_unmap_file(text, len);
     return st;
 }

@@ -43,6 +43,14 @@ bool bytelevel_decode(const char *text, size_t len, inf_buf *out, bool *bad_alph
     if (!inf_buf_reserve(out, len)) return false;
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0; i < len;) {
+        if (s[i] < 0x80) { /* one-byte characters, most of a vocabulary, without the UTF-8 decoder */
+            if (char_to_byte[s[i]] < 0) {
+                *bad_alphabet = true;
+                return false;
+            }
+            out->data[out->len++] = (char)char_to_byte[s[i++]];
+            continue;
+        }
         size_t need, k = uni_utf8_prefix(s + i, len - i, &need);
         if (need == 0 || k != need) {
             *bad_alphabet = true;

@@ -85,6 +85,10 @@ S=tiny-00001-of-00005.gguf
 "$INFERNO" logits -m "$M" --tokens 1,2,3 >"$tmp/logits-whole" 2>&1
 "$INFERNO" logits -m "$tmp/split-good/tiny-00003-of-00005.gguf" --tokens 1,2,3 >"$tmp/logits-split" 2>&1
 check "a split GGUF named by shard 3 gives the unsplit file's logits" 'cmp -s "$tmp/logits-whole" "$tmp/logits-split"'
+split_mib=$(cat "$tmp"/split-good/tiny-0000?-of-00005.gguf | wc -c | awk '{ printf "%.1f", $1 / 1048576 }')
+"$INFERNO" info -m "$tmp/split-good/tiny-00003-of-00005.gguf" >"$tmp/info-split" 2>&1
+check "info on shard 3 of a split GGUF: all 5 shards' size ($split_mib MiB) on its file line" \
+    'grep -q "^file  *.*/tiny-00003-of-00005.gguf ($split_mib MiB in 5 shards)$" "$tmp/info-split"'
 rm "$tmp/split-missing/tiny-00004-of-00005.gguf"
 count_at=$(grep -obUa "split.count" "$tmp/split-count/tiny-00002-of-00005.gguf" | head -n 1 | cut -d: -f1)
 # the key, then its type (4 bytes), then the u16 value: 6
