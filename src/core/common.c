@@ -1,11 +1,14 @@
 /*
  * common.c — error formatting, status names, aligned allocation, the
- * growable byte buffer, whole-file reads, UTF-8 encoding, JSON's \u hex digits.
+ * growable byte buffer, whole-file reads (and threaded reads of a file's
+ * range), UTF-8 encoding, JSON's \u hex digits.
  */
 #include "core/common.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -60,6 +63,75 @@ void *inf_alloc_huge(size_t bytes) {
 }
 
 void inf_free_aligned(void *p) { free(p); }
+
+void inf_advise_huge(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p, (void)n;
+#endif
+}
+
+enum { READ_THREADS = 4 };
+#define READ_CHUNK ((size_t)1 << 25)
+
+typedef struct range_reader {
+    int fd;
+    uint64_t offset;
+    uint8_t *dst;
+    size_t bytes;
+    atomic_size_t next_chunk;
+    atomic_size_t done;    /* bytes read so far */
+    atomic_int failed;     /* 0; errno of the first failed read; -1 when the file ended */
+    atomic_size_t fail_at; /* offset of that failure into the range */
+} range_reader;
+
+/* Reads chunks until none is left or a reader failed, telling progress
+ * (NULL: nothing) after each. */
+static void read_chunks(range_reader *r, void (*progress)(double, void *), void *user) {
+    for (;;) {
+        size_t lo = atomic_fetch_add(&r->next_chunk, 1) * READ_CHUNK;
+        if (lo >= r->bytes || atomic_load(&r->failed)) return;
+        const size_t hi = INF_MIN(r->bytes, lo + READ_CHUNK);
+        while (lo < hi) {
+            const ssize_t got = pread(r->fd, r->dst + lo, hi - lo, (off_t)(r->offset + lo));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                int expected = 0;
+                if (atomic_compare_exchange_strong(&r->failed, &expected, got < 0 ? (errno ? errno : EIO) : -1))
+                    atomic_store(&r->fail_at, lo);
+                return;
+            }
+            lo += (size_t)got;
+            atomic_fetch_add(&r->done, (size_t)got);
+        }
+        if (progress) progress((double)atomic_load(&r->done) / (double)r->bytes, user);
+    }
+}
+
+static void *read_chunks_thread(void *reader) {
+    read_chunks(reader, NULL, NULL);
+    return NULL;
+}
+
+int inf_pread_parallel(int fd, uint64_t offset, void *dst, size_t n, void (*progress)(double fraction, void *user),
+                       void *progress_user, size_t *fail_at) {
+    range_reader r = {.fd = fd, .offset = offset, .dst = dst, .bytes = n};
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const size_t chunks = (n + READ_CHUNK - 1) / READ_CHUNK;
+    const size_t readers = INF_MIN(INF_MIN((size_t)(cpus > 1 ? cpus : 1), (size_t)READ_THREADS), chunks);
+    pthread_t helpers[READ_THREADS];
+    size_t started = 0;
+    /* a helper that cannot be started leaves its share to the others */
+    while (started + 1 < readers && pthread_create(&helpers[started], NULL, read_chunks_thread, &r) == 0) started++;
+    read_chunks(&r, progress, progress_user);
+    for (size_t i = 0; i < started; i++) pthread_join(helpers[i], NULL);
+    const int failed = atomic_load(&r.failed);
+    if (failed && fail_at) *fail_at = atomic_load(&r.fail_at);
+    return failed;
+}
 
 void inf_release_pages(const void *p, size_t n) {
     const uintptr_t lo = (uintptr_t)p, page = (uintptr_t)sysconf(_SC_PAGESIZE);

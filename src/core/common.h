@@ -45,6 +45,21 @@ void inf_free_aligned(void *p);
  * are touched, anonymous memory reads zeros. */
 void inf_release_pages(const void *p, size_t n);
 
+/* Advises the whole pages inside [p, p + n) to be backed by huge pages
+ * (MADV_HUGEPAGE: fewer page faults while filling them, fewer TLB misses
+ * while streaming them); advice only, nothing happens on failure. */
+void inf_advise_huge(void *p, size_t n);
+
+/* Fills dst with bytes [offset, offset + n) of the open file fd, by up to
+ * four threads taking 32 MiB chunks in turn (filling anonymous memory is
+ * page faults and copies from the page cache: CPU work that scales with
+ * the cores). progress (may be NULL) is told the fraction done after each
+ * of the calling thread's chunks. Returns 0, or the errno of the first
+ * failed read (-1: the file ended early) with *fail_at its offset from
+ * `offset`. */
+int inf_pread_parallel(int fd, uint64_t offset, void *dst, size_t n, void (*progress)(double fraction, void *user),
+                       void *progress_user, size_t *fail_at);
+
 /* A growable byte buffer: data[0..len) in cap bytes; zero-initialize it,
  * free(data) when done. A failed allocation sets failed, which stays set:
  * inf_buf_append then does nothing more, so a writer can append freely and

@@ -29,7 +29,6 @@
 
 typedef unsigned long long ull;
 
-#define READ_CHUNK ((size_t)1 << 26) /* 64 MiB between progress reports */
 #define MAX_EXACT 9007199254740992.0 /* 2^53: every integer below it is exact in a double */
 
 /* The format's dtype names (huggingface/safetensors, Dtype) and element sizes. */
@@ -293,22 +292,13 @@ static inf_status read_data(safetensors_file *f, int fd, void (*progress)(double
     if (!(f->buffer = inf_alloc_aligned(bytes)))
         return inf_errorf(err, INF_ERR_NOMEM, "%s: cannot allocate %llu bytes for tensor data", f->path,
                           (ull)f->data_bytes);
-#ifdef MADV_HUGEPAGE
-    {
-        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-        uintptr_t lo = ((uintptr_t)f->buffer + page - 1) & ~(page - 1);
-        uintptr_t hi = ((uintptr_t)f->buffer + bytes) & ~(page - 1);
-        if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice only */
-    }
-#endif
+    inf_advise_huge(f->buffer, bytes);
     posix_fadvise(fd, (off_t)f->data_offset, (off_t)bytes, POSIX_FADV_SEQUENTIAL);
-    for (size_t lo = 0; lo < bytes; lo += READ_CHUNK) {
-        size_t n = INF_MIN(READ_CHUNK, bytes - lo);
-        if (!read_exact(fd, (uint8_t *)f->buffer + lo, n, f->data_offset + lo))
-            return inf_errorf(err, INF_ERR_IO, "%s: reading tensor data at offset %llu failed: %s", f->path,
-                              (ull)(f->data_offset + lo), errno ? strerror(errno) : "file shrank");
-        if (progress) progress((double)(lo + n) / (double)bytes, user);
-    }
+    size_t fail_at = 0;
+    const int failed = inf_pread_parallel(fd, f->data_offset, f->buffer, bytes, progress, user, &fail_at);
+    if (failed)
+        return inf_errorf(err, INF_ERR_IO, "%s: reading tensor data at offset %llu failed: %s", f->path,
+                          (ull)(f->data_offset + fail_at), failed < 0 ? "file shrank" : strerror(failed));
     return INF_OK;
 }
 
