@@ -69,17 +69,26 @@ static int nearest_int(float v) {
     return (i & 0x007fffff) - 0x00400000;
 }
 
+/* The first of x[0..n) with the largest magnitude (0 for none), that
+ * magnitude in *amax. */
+static float largest_magnitude(const float *x, int n, float *amax) {
+    float max = 0.0f;
+    *amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float a = fabsf(x[i]);
+        if (a > *amax) {
+            *amax = a;
+            max = x[i];
+        }
+    }
+    return max;
+}
+
 void inf_quantize_row_q8_K(const float *x, inf_block_q8_K *y, int64_t n) {
     for (int64_t b = 0; b < n / INF_QK_K; b++) {
         const float *xb = x + b * INF_QK_K;
-        float max = 0.0f, amax = 0.0f;
-        for (int i = 0; i < INF_QK_K; i++) {
-            const float a = fabsf(xb[i]);
-            if (a > amax) {
-                amax = a;
-                max = xb[i];
-            }
-        }
+        float amax;
+        const float max = largest_magnitude(xb, INF_QK_K, &amax);
         if (amax == 0.0f) {
             memset(&y[b], 0, sizeof y[b]);
             continue;
@@ -473,14 +482,8 @@ static void quantize_weight_q4_0(const float *x, inf_block_q4_0 *y, int64_t n) {
 /* ggml's make_qx_quants for rmse_type 1 (weights x^2), no importance:
  * L[i] in [0, 2 nmax), returns the scale. */
 static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0.0f, amax = 0.0f;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float amax;
+    const float max = largest_magnitude(x, n, &amax);
     if (amax < GROUP_MAX_EPS) {
         for (int i = 0; i < n; i++) L[i] = 0;
         return 0.0f;
@@ -816,14 +819,8 @@ static void quantize_weight_q2_K(const float *x, inf_block_q2_K *y, int64_t n) {
  * refined one element at a time for at most 5 passes, stored + nmax (all 0
  * for a group of zeros); returns the least-squares scale. */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0.0f, amax = 0.0f;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float amax;
+    const float max = largest_magnitude(x, n, &amax);
     if (amax < GROUP_MAX_EPS) {
         for (int i = 0; i < n; i++) L[i] = 0;
         return 0.0f;

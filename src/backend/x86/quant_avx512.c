@@ -773,6 +773,31 @@ INLINE __m512i fifth_bit(__m512i h, int j) {
     return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
 }
 
+/* Unit u of pair p of a packed Q4_K (five: Q5_K) super-block sb: the
+ * codes of quad u of sub-blocks 2p (lo) and 2p + 1 (hi), 16 rows. */
+INLINE void q45k_unit(const char *sb, bool five, int p, int u, __m512i *lo, __m512i *hi) {
+    const __m512i m0f = _mm512_set1_epi8(0x0F);
+    const __m512i v = _mm512_load_si512(sb + INF_X86_Q4K_CODES + p * 512 + u * 64);
+    *lo = _mm512_and_si512(v, m0f);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
+    if (five) {
+        const __m512i h = _mm512_load_si512(sb + INF_X86_Q5K_QH + u * 64);
+        *lo = _mm512_or_si512(*lo, fifth_bit(h, 2 * p));
+        *hi = _mm512_or_si512(*hi, fifth_bit(h, 2 * p + 1));
+    }
+}
+
+/* Unit u of half h of a packed Q6_K super-block sb (its codes): the codes
+ * of elements 128h + 4u .. + 3 (lo) and 128h + 64 + 4u .. + 3 (hi), 16 rows. */
+INLINE void q6k_unit(const char *sb, int h, int u, __m512i *lo, __m512i *hi) {
+    const __m512i m0f = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i v = _mm512_load_si512(sb + h * 1024 + u * 64);
+    const __m512i hb = _mm512_load_si512(sb + 2048 + h * 512 + (u % 8) * 64);
+    const unsigned s = 2 * (unsigned)(u / 8); /* bit pairs 0, 1 (low nibbles), 2, 3 (high) */
+    *lo = _mm512_or_si512(_mm512_and_si512(v, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 4 - s), m30));
+    *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m0f), _mm512_and_si512(_mm512_srli_epi16(hb, s), m30));
+}
+
 /* The 4-byte units of rows[i] + at .. + 4 * units (zeros for a missing
  * row), transposed to [unit][16 rows][4] at dst; each row's 64 bytes from
  * at are readable (the super-block's). */
@@ -844,13 +869,8 @@ void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t 
         const char *sb = group + (size_t)b * (five ? INF_X86_Q5K_BLOCK : INF_X86_Q4K_BLOCK);
         for (int p = 0; p < 4; p++)
             for (int u = 0; u < 8; u++) { /* elements 64p + 4u (quad 16p + u) and 64p + 32 + 4u (quad 16p + 8 + u) */
-                const __m512i v = _mm512_load_si512(sb + INF_X86_Q4K_CODES + p * 512 + u * 64);
-                __m512i lo = _mm512_and_si512(v, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
-                if (five) {
-                    const __m512i h = _mm512_load_si512(sb + INF_X86_Q5K_QH + u * 64);
-                    lo = _mm512_or_si512(lo, fifth_bit(h, 2 * p));
-                    hi = _mm512_or_si512(hi, fifth_bit(h, 2 * p + 1));
-                }
+                __m512i lo, hi;
+                q45k_unit(sb, five, p, u, &lo, &hi);
                 _mm512_storeu_si512(quads + (16 * p + u) * 64, lo);
                 _mm512_storeu_si512(quads + (16 * p + 8 + u) * 64, hi);
             }
@@ -888,13 +908,8 @@ void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t 
     const char *sb = group + (size_t)b * Q6P_CODES; /* Q6_K */
     for (int h = 0; h < 2; h++)
         for (int u = 0; u < 16; u++) { /* elements 128h + 4u (quad 32h + u) and 128h + 64 + 4u (quad 32h + 16 + u) */
-            const __m512i v = _mm512_load_si512(sb + h * 1024 + u * 64);
-            const __m512i hb = _mm512_load_si512(sb + 2048 + h * 512 + (u % 8) * 64);
-            const int s = 2 * (u / 8);
-            const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m0f),
-                                               _mm512_and_si512(_mm512_slli_epi16(hb, 4 - s), _mm512_set1_epi8(0x30)));
-            const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m0f),
-                                               _mm512_and_si512(_mm512_srli_epi16(hb, s), _mm512_set1_epi8(0x30)));
+            __m512i lo, hi;
+            q6k_unit(sb, h, u, &lo, &hi);
             _mm512_storeu_si512(quads + (32 * h + u) * 64, lo);
             _mm512_storeu_si512(quads + (32 * h + 16 + u) * 64, hi);
         }
@@ -924,7 +939,6 @@ INLINE void pk_scale(__m512 d, __m512 dmin, const __m512i *isum, const __m512i *
  * 2^15: it scales them by VPMULLD. */
 INLINE void q45k_packed_block(const char *sb, const bool FIVE, const inf_block_q8_K *const *xa, int64_t b, const int NT,
                               __m512 *sum) {
-    const __m512i m0f = _mm512_set1_epi8(0x0F);
     uint8_t sc[128] __attribute__((aligned(64))), mn[128] __attribute__((aligned(64)));
     q4k_packed_scales(sb + (FIVE ? INF_X86_Q5K_SCALES : INF_X86_Q4K_SCALES), sc, mn);
     __m512i isum[PK_TOKENS], imin[PK_TOKENS];
@@ -936,13 +950,8 @@ INLINE void q45k_packed_block(const char *sb, const bool FIVE, const inf_block_q
             __m512i lo[PK_TOKENS], hi[PK_TOKENS];
             _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) lo[t] = hi[t] = _mm512_setzero_si512();
             _Pragma("GCC unroll 4") for (int u = 4 * h; u < 4 * h + 4; u++) {
-                const __m512i v = _mm512_load_si512(sb + INF_X86_Q4K_CODES + p * 512 + u * 64);
-                __m512i ul = _mm512_and_si512(v, m0f), uh = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
-                if (FIVE) {
-                    const __m512i hb = _mm512_load_si512(sb + INF_X86_Q5K_QH + u * 64);
-                    ul = _mm512_or_si512(ul, fifth_bit(hb, 2 * p));
-                    uh = _mm512_or_si512(uh, fifth_bit(hb, 2 * p + 1));
-                }
+                __m512i ul, uh;
+                q45k_unit(sb, FIVE, p, u, &ul, &uh);
                 _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
                     int32_t ql, qh;
                     memcpy(&ql, xa[t][b].qs + 64 * p + 4 * u, 4);
@@ -979,7 +988,6 @@ INLINE void q45k_packed_block(const char *sb, const bool FIVE, const inf_block_q
 /* Super-block b of a packed Q6_K group of nb (codes at sb) times NT tokens. */
 INLINE void q6k_packed_block(const char *group, int64_t nb, const char *sb, const inf_block_q8_K *const *xa, int64_t b,
                              const int NT, __m512 *sum) {
-    const __m512i m0f = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     const int8_t *sc = (const int8_t *)(group + inf_x86_q6k_scales_at(nb, b));
     __m512i isum[PK_TOKENS], bias[PK_TOKENS];
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = bias[t] = _mm512_setzero_si512();
@@ -987,13 +995,9 @@ INLINE void q6k_packed_block(const char *group, int64_t nb, const char *sb, cons
         _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) { /* units 4c .. 4c + 3: 16-groups 8h + c and 8h + 4 + c */
             __m512i lo[PK_TOKENS], hi[PK_TOKENS];
             _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) lo[t] = hi[t] = _mm512_setzero_si512();
-            const int s = 2 * (c / 2);
             _Pragma("GCC unroll 4") for (int u = 4 * c; u < 4 * c + 4; u++) {
-                const __m512i v = _mm512_load_si512(sb + h * 1024 + u * 64);
-                const __m512i hb = _mm512_load_si512(sb + 2048 + h * 512 + (u % 8) * 64);
-                const __m512i ul = _mm512_or_si512(_mm512_and_si512(v, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 4 - s), m30));
-                const __m512i uh = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m0f),
-                                                   _mm512_and_si512(_mm512_srli_epi16(hb, s), m30));
+                __m512i ul, uh;
+                q6k_unit(sb, h, u, &ul, &uh);
                 _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
                     int32_t ql, qh;
                     memcpy(&ql, xa[t][b].qs + 128 * h + 4 * u, 4);
