@@ -106,7 +106,8 @@ int cmd_info(int argc, char **argv) {
     const inf_tokenizer *tok = inf_model_tokenizer(m);
     struct stat sb;
     if (stat(a.model_path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        printf("file         %s (Hugging Face checkpoint directory)\n", a.model_path);
+        printf("file         %s (Hugging Face checkpoint directory: %.1f MiB in %d safetensors file%s)\n", a.model_path,
+               mib(in.file_bytes), in.n_files, in.n_files == 1 ? "" : "s");
     else if (in.n_files > 1) /* a split GGUF, named by any of its shards */
         printf("file         %s (%.1f MiB in %d shards)\n", a.model_path, mib(in.file_bytes), in.n_files);
     else
