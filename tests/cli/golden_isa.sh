@@ -4,8 +4,10 @@
 # and with 1, 2 and 3 threads (INFERNO_GOLDEN_THREADS), then once with the
 # weights in the file's layout on the ISAs that repack, avx512 and
 # avx512+amx (INFERNO_GOLDEN_NO_REPACK: their other kernels run). GOLDEN_ISA_THREADS
-# ="3" runs only the counts given: scripts/check.sh does so in the
-# sanitizer build, after the plain build checked that the counts agree.
+# ="3" runs only the counts given, GOLDEN_ISA_LIST only the ISAs given:
+# scripts/check.sh runs 3 threads and no ref in the sanitizer build, after
+# the plain build checked that the counts agree and ref matches (ref.c's
+# ops run under the sanitizers in test_kernels, at ragged sizes).
 # ISAs the CPU lacks are skipped, and `inferno info` must then refuse them
 # with a message naming the ISA.
 # The test programs sit beside $INFERNO in tests/. Run from the repo root.
@@ -17,7 +19,7 @@ if [ ! -x "$GOLDEN" ]; then
     finish
 fi
 
-for isa in ref avx2 avx512 avx512+amx neon; do
+for isa in ${GOLDEN_ISA_LIST:-ref avx2 avx512 avx512+amx neon}; do
     if ! INFERNO_ISA=$isa "$INFERNO" info -m tests/data/golden/tiny-a-f32.gguf >"$tmp/info" 2>&1; then
         if grep -q "lacks $isa" "$tmp/info"; then
             echo "skip $isa: not supported on this CPU"
