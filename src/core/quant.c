@@ -592,15 +592,21 @@ static void quantize_weight_q5_0(const float *x, inf_block_q5_0 *y, int64_t n) {
     }
 }
 
+/* The least and greatest of a block of 32. */
+static void block_min_max(const float *x, float *min, float *max) {
+    *min = FLT_MAX, *max = -FLT_MAX;
+    for (int i = 0; i < INF_QK; i++) {
+        if (x[i] < *min) *min = x[i];
+        if (x[i] > *max) *max = x[i];
+    }
+}
+
 /* Q5_1: d = (max - min) / 31, m = min, q = (uint8)((x - min) / d + 0.5). */
 static void quantize_weight_q5_1(const float *x, inf_block_q5_1 *y, int64_t n) {
     for (int64_t b = 0; b < n / INF_QK; b++) {
         const float *xb = x + b * INF_QK;
-        float min = FLT_MAX, max = -FLT_MAX;
-        for (int i = 0; i < INF_QK; i++) {
-            if (xb[i] < min) min = xb[i];
-            if (xb[i] > max) max = xb[i];
-        }
+        float min, max;
+        block_min_max(xb, &min, &max);
         const float d = (max - min) / 31, id = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = inf_f32_to_f16(d);
         y[b].m = inf_f32_to_f16(min);
@@ -750,11 +756,8 @@ static void quantize_weight_q45_K(const float *x, void *out, int64_t n, bool fiv
 static void quantize_weight_q4_1(const float *x, inf_block_q4_1 *y, int64_t n) {
     for (int64_t b = 0; b < n / INF_QK; b++) {
         const float *xb = x + b * INF_QK;
-        float min = FLT_MAX, max = -FLT_MAX;
-        for (int i = 0; i < INF_QK; i++) {
-            if (xb[i] < min) min = xb[i];
-            if (xb[i] > max) max = xb[i];
-        }
+        float min, max;
+        block_min_max(xb, &min, &max);
         const float d = (max - min) / 15, id = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = inf_f32_to_f16(d);
         y[b].m = inf_f32_to_f16(min);

@@ -934,6 +934,19 @@ INLINE void pk_scale(__m512 d, __m512 dmin, const __m512i *isum, const __m512i *
     }
 }
 
+/* For NT tokens' Q8_K quants of super-block b: lo[t] += the quad at
+ * at_lo dotted with ul, hi[t] += the quad at at_hi with uh, row by lane. */
+INLINE void pk_dot_units(__m512i ul, __m512i uh, const inf_block_q8_K *const *xa, int64_t b, int at_lo, int at_hi,
+                         const int NT, __m512i *lo, __m512i *hi) {
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+        int32_t ql, qh;
+        memcpy(&ql, xa[t][b].qs + at_lo, 4);
+        memcpy(&qh, xa[t][b].qs + at_hi, 4);
+        lo[t] = _mm512_dpbusd_epi32(lo[t], ul, _mm512_set1_epi32(ql));
+        hi[t] = _mm512_dpbusd_epi32(hi[t], uh, _mm512_set1_epi32(qh));
+    }
+}
+
 /* Super-block b of a packed Q4_K or (FIVE) Q5_K group (sb) times NT
  * tokens, into sum. Q5_K's codes reach 31, so its sums of 16 can pass
  * 2^15: it scales them by VPMULLD. */
@@ -952,13 +965,7 @@ INLINE void q45k_packed_block(const char *sb, const bool FIVE, const inf_block_q
             _Pragma("GCC unroll 4") for (int u = 4 * h; u < 4 * h + 4; u++) {
                 __m512i ul, uh;
                 q45k_unit(sb, FIVE, p, u, &ul, &uh);
-                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                    int32_t ql, qh;
-                    memcpy(&ql, xa[t][b].qs + 64 * p + 4 * u, 4);
-                    memcpy(&qh, xa[t][b].qs + 64 * p + 32 + 4 * u, 4);
-                    lo[t] = _mm512_dpbusd_epi32(lo[t], ul, _mm512_set1_epi32(ql));
-                    hi[t] = _mm512_dpbusd_epi32(hi[t], uh, _mm512_set1_epi32(qh));
-                }
+                pk_dot_units(ul, uh, xa, b, 64 * p + 4 * u, 64 * p + 32 + 4 * u, NT, lo, hi);
             }
             _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
                 if (FIVE) {
@@ -998,13 +1005,7 @@ INLINE void q6k_packed_block(const char *group, int64_t nb, const char *sb, cons
             _Pragma("GCC unroll 4") for (int u = 4 * c; u < 4 * c + 4; u++) {
                 __m512i ul, uh;
                 q6k_unit(sb, h, u, &ul, &uh);
-                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                    int32_t ql, qh;
-                    memcpy(&ql, xa[t][b].qs + 128 * h + 4 * u, 4);
-                    memcpy(&qh, xa[t][b].qs + 128 * h + 64 + 4 * u, 4);
-                    lo[t] = _mm512_dpbusd_epi32(lo[t], ul, _mm512_set1_epi32(ql));
-                    hi[t] = _mm512_dpbusd_epi32(hi[t], uh, _mm512_set1_epi32(qh));
-                }
+                pk_dot_units(ul, uh, xa, b, 128 * h + 4 * u, 128 * h + 64 + 4 * u, NT, lo, hi);
             }
             const __m512i sl = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (8 * h + c))));
             const __m512i sh = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (8 * h + 4 + c))));
@@ -1047,13 +1048,7 @@ INLINE void iq4xs_packed_block(const char *sb, const inf_block_q8_K *const *xa, 
             const __m512i v = _mm512_load_si512(sb + (4 * j + i) * 64);
             const __m512i ul = _mm512_shuffle_epi8(table, _mm512_and_si512(v, m0f));
             const __m512i uh = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f));
-            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                int32_t ql, qh;
-                memcpy(&ql, xa[t][b].qs + 32 * j + 4 * i, 4);
-                memcpy(&qh, xa[t][b].qs + 32 * j + 16 + 4 * i, 4);
-                acc[t] = _mm512_dpbusd_epi32(acc[t], ul, _mm512_set1_epi32(ql));
-                acc[t] = _mm512_dpbusd_epi32(acc[t], uh, _mm512_set1_epi32(qh));
-            }
+            pk_dot_units(ul, uh, xa, b, 32 * j + 4 * i, 32 * j + 16 + 4 * i, NT, acc, acc); /* one sum of 32 */
         }
         const __m512i s = _mm512_load_si512(sc[j]);
         const __m512i pair = _mm512_or_si512(_mm512_and_si512(s, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(s, 16));
