@@ -12,13 +12,32 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
-static const char *current = "";
+static char current[200]; /* a copy: callers pass names built in their stack frames */
 static int n_pass, n_fail;
 static int group_failed;
+static double group_start_s = -1;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* INFERNO_TEST_TIMES=1: each group's wall time on stderr as it ends
+ * (finding what makes a test slow, e.g. under the sanitizers or qemu). */
+static void group_end(void) {
+    static int enabled = -1;
+    if (enabled < 0) enabled = getenv("INFERNO_TEST_TIMES") != NULL;
+    const double t = now_s();
+    if (enabled && group_start_s >= 0) fprintf(stderr, "time %8.3f s  %s\n", t - group_start_s, current);
+    group_start_s = t;
+}
 
 void test_begin(const char *name) {
-    current = name;
+    group_end();
+    snprintf(current, sizeof current, "%s", name);
     group_failed = 0;
 }
 
@@ -40,6 +59,7 @@ bool test_check(bool ok, const char *file, int line, const char *fmt, ...) {
 }
 
 int test_summary(void) {
+    group_end();
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }

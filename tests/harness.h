@@ -38,6 +38,17 @@ uint64_t test_rng_next(uint64_t *state);
 const char *test_tmpdir(const char *name);
 void test_tmpdir_remove(void);
 
+/* Whether this build runs under AddressSanitizer (scripts/check.sh's
+ * second build). The slowest loops there leave out the "ref" ISA (ref.c
+ * threaded, ~45% of test_kernels' and test_engine's time under ASan):
+ * the plain build runs it, and ref.c's ops still run under ASan as the
+ * oracle of every other ISA. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#else
+#define TEST_UNDER_ASAN 0
+#endif
+
 #define TEST_CHECK(cond, ...) test_check((cond), __FILE__, __LINE__, __VA_ARGS__)
 #define TEST_NEAR(a, b, tol, what)                                                           \
     test_check(fabs((double)(a) - (double)(b)) <= (tol), __FILE__, __LINE__,                 \

@@ -1,7 +1,9 @@
 #!/bin/sh
 # The golden-model tests (test_golden: logits against llama.cpp's) on every
 # kernel path this CPU can run (INFERNO_ISA=ref|avx2|avx512|avx512+amx|neon)
-# and with 1, 2 and 3 threads (INFERNO_GOLDEN_THREADS), then once with the
+# and with 1, 2 and 3 threads (INFERNO_GOLDEN_THREADS; ref, ~30 s a run,
+# with 3 only: test_kernels holds its ops to ref.c bit for bit at 1, 2
+# and 3 threads), then once with the
 # weights in the file's layout on the ISAs that repack, avx512 and
 # avx512+amx (INFERNO_GOLDEN_NO_REPACK: their other kernels run). GOLDEN_ISA_THREADS
 # ="3" runs only the counts given, GOLDEN_ISA_LIST only the ISAs given:
@@ -30,7 +32,9 @@ for isa in ${GOLDEN_ISA_LIST:-ref avx2 avx512 avx512+amx neon}; do
         fi
         continue
     fi
-    for threads in ${GOLDEN_ISA_THREADS:-1 2 3}; do
+    thread_counts=${GOLDEN_ISA_THREADS:-1 2 3}
+    [ "$isa" = ref ] && thread_counts=3
+    for threads in $thread_counts; do
         if INFERNO_ISA=$isa INFERNO_GOLDEN_THREADS=$threads "$GOLDEN" >"$tmp/out" 2>&1; then
             ok
         else

@@ -7,7 +7,7 @@
 // and during prefill: the others are unaffected and /metrics shows the
 // sequence freed within a second.
 import net from 'node:net';
-import { SLOW, eq, finish, httpRequest, metrics, ok, parseSSE, post, rawHttp, request, sleep, startServer, stopServer,
+import { SLOW, eq, finish, httpRequest, longTokens, metrics, ok, parseSSE, post, rawHttp, request, sleep, startServer, stopServer,
          streamPost, test, waitIdle, watchdog } from './lib.mjs';
 
 watchdog(120);
@@ -166,8 +166,8 @@ await test('a slow client: the request byte by byte', async () => {
 });
 
 await test('a client that disconnects mid-stream', async () => {
-    const solo = await streamPost(srv, '/v1/completions', LONG({ max_tokens: 200 }), { headers: AUTH });
-    const others = [0, 1].map(() => streamPost(srv, '/v1/completions', LONG({ max_tokens: 200 }), { headers: AUTH }));
+    const solo = await streamPost(srv, '/v1/completions', LONG({ max_tokens: longTokens(200) }), { headers: AUTH });
+    const others = [0, 1].map(() => streamPost(srv, '/v1/completions', LONG({ max_tokens: longTokens(200) }), { headers: AUTH }));
     const gone = await openStream(srv.port, '/v1/completions', { ...LONG(), stream: true }, 600, AUTH);
     gone.sock.destroy();
     const t0 = Date.now();
@@ -197,7 +197,7 @@ await test('a client that disconnects while its non-streamed reply is generated'
 
 await test('clients that disconnect while queued and during prefill', async () => {
     const one = await startServer(['--parallel', '1']);
-    const busy = streamPost(one, '/v1/completions', LONG({ max_tokens: 800 }), { timeoutMs: 60000 });
+    const busy = streamPost(one, '/v1/completions', LONG({ max_tokens: longTokens(800) }), { timeoutMs: 60000 });
     await until(one, (x) => x.inferno_requests_running === 1, 5000);
     const queued = await new Promise((resolve) => {
         const sock = net.connect(one.port, '127.0.0.1', () => { sock.write(httpRequest('POST', '/v1/completions', LONG({ max_tokens: 5 }))); resolve(sock); });
@@ -233,7 +233,7 @@ await test('clients that disconnect while queued and during prefill', async () =
 
 await test('429 with Retry-After when the queue is full', async () => {
     const full = await startServer(['--parallel', '1', '--max-queue', '0']);
-    const long = streamPost(full, '/v1/completions', LONG({ max_tokens: 1000 }), { timeoutMs: 60000 });
+    const long = streamPost(full, '/v1/completions', LONG({ max_tokens: longTokens(1000) }), { timeoutMs: 60000 });
     await until(full, (x) => x.inferno_requests_running === 1, 5000);
     const r = await request(full.url, '/v1/chat/completions', { body: CHAT() });
     ok(r.status === 429 && r.json?.error?.type === 'rate_limit_error' && r.json.error.code === 'queue_full', '429 rate_limit_error', r.text);

@@ -19,6 +19,10 @@ export const INFERNO = process.env.INFERNO || 'build/inferno';
 export const MODEL = process.env.INFERNO_TEST_MODEL;
 export const SAN = process.env.INFERNO_TEST_SAN === '1' || /build-(san|tsan)/.test(INFERNO);
 export const SLOW = SAN ? 4 : 1; // timeout multiplier
+// Tokens for a generation that must outlast some event (a signal, a
+// disconnect, a queued request): a sanitizer build makes each token 4-6x
+// slower, so a quarter of them lasts at least as long there.
+export const longTokens = (n) => (SAN ? Math.ceil(n / 4) : n);
 const DEPS = process.env.INFERNO_TEST_DEPS || '.deps/server-clients';
 
 // ---- the official clients (CommonJS builds, loaded from DEPS)

@@ -1,5 +1,5 @@
-// load.mjs — a bounded load test: 64 concurrent clients send ~2000
-// requests (INFERNO_TEST_LOAD_REQUESTS; 300 under a sanitizer build) that
+// load.mjs — a bounded load test: 64 concurrent clients send 1200
+// requests (INFERNO_TEST_LOAD_REQUESTS; 200 under a sanitizer build) that
 // mix chat, completions and messages, streamed and not, client-side aborts
 // (AbortController, at random moments) and bad requests. Every request
 // must get a well-formed reply (JSON or a whole SSE stream) or have been
@@ -25,7 +25,7 @@ import { SAN, SLOW, eq, finish, metrics, ok, parseSSE, rssKiB, sleep, startServe
 
 watchdog(240);
 const CLIENTS = 64;
-const TOTAL = Number(process.env.INFERNO_TEST_LOAD_REQUESTS || (SAN ? 300 : 2000));
+const TOTAL = Number(process.env.INFERNO_TEST_LOAD_REQUESTS || (SAN ? 200 : 1200));
 const WARMUP = Math.min(500, Math.ceil(TOTAL / 2));
 const RSS_MARGIN_MIB = 16; // 8 failed once on a loaded machine (+18 MiB); leaks are ASan's to catch
 const RUN_LIMIT_S = 90 * SLOW;

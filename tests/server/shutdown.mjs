@@ -4,7 +4,7 @@
 // short --grace the stream is cut after the grace and the process still
 // exits 0; a second signal ends the grace at once; SIGINT does the same.
 import net from 'node:net';
-import { SLOW, eq, finish, httpRequest, ok, parseSSE, sleep, startServer, test, watchdog } from './lib.mjs';
+import { SLOW, eq, finish, httpRequest, longTokens, ok, parseSSE, sleep, startServer, test, watchdog } from './lib.mjs';
 
 watchdog(120);
 const LONG = (max_tokens) => ({ prompt: 'Once upon a time', max_tokens, ignore_eos: true, temperature: 0, stream: true });
@@ -50,7 +50,7 @@ const connects = (port) => new Promise((resolve) => {
 
 await test('SIGTERM during a stream: it completes, then exit 0', async () => {
     const s = await startServer(['--grace', '30']);
-    const st = await stream(s.port, LONG(1200));
+    const st = await stream(s.port, LONG(longTokens(1200)));
     const t0 = Date.now();
     s.proc.kill('SIGTERM');
     await sleep(200);
@@ -69,7 +69,7 @@ await test('SIGTERM during a stream: it completes, then exit 0', async () => {
 
 await test('a kept-alive connection gets 503 while stopping', async () => {
     const s = await startServer(['--grace', '30']);
-    const st = await stream(s.port, LONG(1200));
+    const st = await stream(s.port, LONG(longTokens(1200)));
     // a second connection that made one request and stays open
     const sock = net.connect(s.port, '127.0.0.1');
     let raw = '';
