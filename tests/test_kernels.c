@@ -522,6 +522,55 @@ static void test_matvec_kernel(const isa_ops *s) {
     }
 }
 
+/* The F32/F16/BF16 matvec on weights at any address (a safetensors
+ * file's tensors are aligned to 8 bytes only, and mapped as they are):
+ * a row's floats must not depend on it. The weight is copied to every
+ * element offset from a 64-byte boundary, with row widths that also
+ * leave consecutive rows at different offsets. */
+static void test_matvec_any_address(const isa_ops *s) {
+    const inf_kernels *k = inf_isa_kernels(s->isa);
+    if (!k || !k->matvec) return;
+    static const inf_dtype types[] = {INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_BF16};
+    static const int64_t cols_list[] = {1, 2, 31, 32, 33, 63, 64, 65, 96, 130, 1000};
+    enum { ROWS = 3, N = 4 };
+    for (size_t ti = 0; ti < 3; ti++) {
+        const inf_dtype type = types[ti];
+        char label[160];
+        begin(label, sizeof label, s, "matvec kernel %s at every address", inf_dtype_name(type));
+        for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++) {
+            const int64_t cols = cols_list[ci];
+            inf_weight w = {.name = "w", .type = type, .rows = ROWS, .cols = cols};
+            float *deq = malloc((size_t)(ROWS * cols) * sizeof(float));
+            char *data = make_weight(type, ROWS, cols, &w.row_bytes, deq);
+            const size_t bytes = (size_t)ROWS * w.row_bytes, elem = type == INF_DTYPE_F32 ? 4 : 2;
+            char *moved = alloc_bytes(bytes + 64);
+            float *x = malloc((size_t)N * (size_t)cols * sizeof(float));
+            fill_uniform(x, (size_t)N * (size_t)cols, -2.0f, 2.0f);
+            const size_t stride = k->act_row_bytes(type, cols);
+            char *act_rows = alloc_bytes((size_t)N * stride);
+            for (int t = 0; t < N; t++) k->act_prepare(type, x + (size_t)t * (size_t)cols, cols, act_rows + (size_t)t * stride);
+            /* offset 0 (64-byte aligned), all N tokens; then every other
+             * offset and token count (a token's row never depends on the count) */
+            float want[N * ROWS], got[N * ROWS];
+            memcpy(moved, data, bytes);
+            w.data = moved;
+            k->matvec(&w, &(inf_act){.data = act_rows, .stride = stride, .n = N}, 0, ROWS, want, ROWS);
+            bool ok = true;
+            for (size_t off = elem; off < 64 && ok; off += elem) {
+                memcpy(moved + off, data, bytes);
+                w.data = moved + off;
+                for (int n = 1; n <= N && ok; n++) {
+                    k->matvec(&w, &(inf_act){.data = act_rows, .stride = stride, .n = n}, 0, ROWS, got, ROWS);
+                    ok = TEST_CHECK(memcmp(got, want, (size_t)n * ROWS * sizeof(float)) == 0,
+                                    "cols=%lld n=%d: rows at 64-byte offset %zu differ from offset 0", (long long)cols,
+                                    n, off);
+                }
+            }
+            free(deq), free(data), free(moved), free(x), free(act_rows);
+        }
+    }
+}
+
 #if defined(__x86_64__)
 /* The block types' AMX tiles (quant_amx.c: Q4_1, Q5_1 and the super-block
  * types) called directly, also at the token counts the op gives the avx512
@@ -599,23 +648,32 @@ static void run_matmul_group(const inf_ops *ops, void *ctx, float *out) {
     ops->matmul_group(ops, w, 3, c->x, c->n, 0, y, c->scratch);
 }
 
+/* Groups of three weights: one type each (the last three: types that
+ * share their activations, as a Q4_K_M file's q, k and v do), against
+ * three matmuls; then packed at load, where the ISA packs them all. */
 static void test_matmul_group(const isa_ops *s) {
-    static const inf_dtype types[] = {INF_DTYPE_F32, INF_DTYPE_F16, INF_DTYPE_BF16, INF_DTYPE_Q8_0};
+    static const inf_dtype sets[][3] = {
+        {INF_DTYPE_F32, INF_DTYPE_F32, INF_DTYPE_F32},       {INF_DTYPE_F16, INF_DTYPE_F16, INF_DTYPE_F16},
+        {INF_DTYPE_BF16, INF_DTYPE_BF16, INF_DTYPE_BF16},    {INF_DTYPE_Q8_0, INF_DTYPE_Q8_0, INF_DTYPE_Q8_0},
+        {INF_DTYPE_Q4_K, INF_DTYPE_Q4_K, INF_DTYPE_Q6_K},    {INF_DTYPE_Q6_K, INF_DTYPE_IQ4_XS, INF_DTYPE_Q5_K},
+        {INF_DTYPE_Q4_0, INF_DTYPE_Q8_0, INF_DTYPE_Q4_0},
+    };
     static const int64_t rows[3] = {37, 5, 150};
     static const int ns[] = {1, 2, 9, 70};
-    for (size_t ti = 0; ti < 4; ti++)
+    for (size_t si = 0; si < sizeof sets / sizeof *sets; si++)
         for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
-            const inf_dtype type = types[ti];
-            const int64_t cols = type == INF_DTYPE_Q8_0 ? 96 : 33;
+            const inf_dtype *types = sets[si];
+            const int64_t block = inf_dtype_block_elems(types[0]), cols = block == 256 ? 512 : block == 32 ? 96 : 33;
             const int n = ns[ni];
             char label[160];
-            begin(label, sizeof label, s, "matmul_group %s cols=%lld n=%d", inf_dtype_name(type), (long long)cols, n);
+            begin(label, sizeof label, s, "matmul_group %s %s %s cols=%lld n=%d", inf_dtype_name(types[0]),
+                  inf_dtype_name(types[1]), inf_dtype_name(types[2]), (long long)cols, n);
             group_case c = {.n = n};
             size_t n_out = 0;
             for (int i = 0; i < 3; i++) {
                 float *deq = malloc((size_t)(rows[i] * cols) * sizeof(float));
-                c.w[i] = (inf_weight){.name = "w", .type = type, .rows = rows[i], .cols = cols};
-                c.w[i].data = make_weight(type, rows[i], cols, &c.w[i].row_bytes, deq);
+                c.w[i] = (inf_weight){.name = "w", .type = types[i], .rows = rows[i], .cols = cols};
+                c.w[i].data = make_weight(types[i], rows[i], cols, &c.w[i].row_bytes, deq);
                 free(deq);
                 n_out += (size_t)n * (size_t)rows[i];
             }
@@ -630,7 +688,9 @@ static void test_matmul_group(const isa_ops *s) {
             TEST_CHECK(memcmp(got, want, n_out * sizeof(float)) == 0, "matmul_group differs from matmul");
             /* packed at load, the group runs on the gemm in one dispatch */
             const inf_ops *ops0 = s->ops[0];
-            if (type == INF_DTYPE_Q8_0 && ops0->weight_pack) {
+            bool packable = ops0->weight_pack != NULL;
+            for (int i = 0; i < 3 && packable; i++) packable = ops0->weight_packed_bytes(ops0, &c.w[i]) > 0;
+            if (packable) {
                 bool packed = true;
                 void *mem[3];
                 for (int i = 0; i < 3; i++) {
@@ -638,6 +698,8 @@ static void test_matmul_group(const isa_ops *s) {
                     packed &= ops0->weight_pack(ops0, &c.w[i], mem[i]);
                 }
                 if (TEST_CHECK(packed, "weight_pack of the group")) {
+                    for (int i = 0, at = 0; i < 3; at += n * (int)rows[i], i++)
+                        ops0->matmul(ops0, &c.w[i], x, n, 0, want + at, c.scratch);
                     run_all_threads(s, run_matmul_group, &c, got, n_out);
                     TEST_CHECK(memcmp(got, want, n_out * sizeof(float)) == 0, "packed matmul_group differs from matmul");
                 }
@@ -1316,10 +1378,59 @@ static void test_selection(void) {
     TEST_CHECK(inf_isa_select(&isa, &err) == INF_OK && isa == inf_isa_best(), "default is the best ISA");
 }
 
-int main(void) {
+static void usage(void) {
+    fprintf(stderr, "usage: test_kernels [--isa NAME]... [--ops GROUP[,GROUP...]]\n"
+                    "  --isa NAME   test only these ISAs (default: every one this CPU runs)\n"
+                    "  --ops LIST   only these groups of ops: matmul, elementwise, kv_store,\n"
+                    "               attention (default: all)\n");
+}
+
+enum { OPS_MATMUL = 1, OPS_ELEMENTWISE = 2, OPS_KV_STORE = 4, OPS_ATTENTION = 8, OPS_ALL = 15 };
+
+/* "matmul,attention" as OPS_ bits; 0 for an unknown name. */
+static int parse_ops(const char *list) {
+    static const struct { const char *name; int bit; } groups[] = {
+        {"matmul", OPS_MATMUL}, {"elementwise", OPS_ELEMENTWISE}, {"kv_store", OPS_KV_STORE}, {"attention", OPS_ATTENTION}};
+    int bits = 0;
+    for (const char *p = list; *p;) {
+        const size_t len = strcspn(p, ",");
+        int bit = 0;
+        for (size_t g = 0; g < sizeof groups / sizeof *groups; g++)
+            if (strlen(groups[g].name) == len && strncmp(p, groups[g].name, len) == 0) bit = groups[g].bit;
+        if (!bit) return 0;
+        bits |= bit;
+        p += len + (p[len] == ',');
+    }
+    return bits;
+}
+
+/* Arguments narrow the run (scripts/check-arm64.sh: the kernels arm64
+ * has, on the emulated CPUs); without them every op runs on every ISA
+ * this CPU has. */
+int main(int argc, char **argv) {
+    bool want[INF_ISA_COUNT], any_isa = false;
+    int ops = OPS_ALL;
+    memset(want, 0, sizeof want);
+    for (int i = 1; i < argc; i++) {
+        inf_isa isa;
+        if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc && inf_isa_from_name(argv[i + 1], &isa)) {
+            want[isa] = any_isa = true;
+            i++;
+        } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc && (ops = parse_ops(argv[i + 1])) != 0) {
+            i++;
+        } else {
+            usage();
+            return 2;
+        }
+    }
     REF = inf_ops_ref();
     test_selection();
     for (int i = 0; i < INF_ISA_COUNT; i++) {
+        if (any_isa && !want[i]) continue;
+        if (!any_isa && i == INF_ISA_REF && TEST_UNDER_ASAN) {
+            printf("ref: skipped under AddressSanitizer (the plain build runs it)\n");
+            continue;
+        }
         if (!inf_isa_supported((inf_isa)i)) {
             printf("%s: not supported on this CPU, skipped\n", inf_isa_name((inf_isa)i));
             continue;
@@ -1329,19 +1440,24 @@ int main(void) {
         bool ok = true;
         for (int t = 0; t < N_THREAD_COUNTS; t++) ok &= inf_ops_cpu_new(s.isa, t + 1, &s.ops[t], &err) == INF_OK;
         if (TEST_CHECK(ok, "create %s backend: %s", inf_isa_name(s.isa), err.msg)) {
-            test_matmul(&s);
-            test_matmul_quant(&s);
-            test_matvec_kernel(&s);
+            if (ops & OPS_MATMUL) {
+                test_matmul(&s);
+                test_matmul_quant(&s);
+                test_matvec_kernel(&s);
+                test_matvec_any_address(&s);
 #if defined(__x86_64__)
-            test_amx_quant_tiles(&s);
+                test_amx_quant_tiles(&s);
 #endif
-            test_matmul_group(&s);
-            test_matmul_rows_kind(&s);
-            test_elementwise(&s);
-            test_kv_store_q8_0_edges(&s);
-            test_attention(&s);
-            test_paged(&s);
-            test_decode_seqs(&s);
+                test_matmul_group(&s);
+                test_matmul_rows_kind(&s);
+            }
+            if (ops & OPS_ELEMENTWISE) test_elementwise(&s);
+            if (ops & OPS_KV_STORE) test_kv_store_q8_0_edges(&s);
+            if (ops & OPS_ATTENTION) {
+                test_attention(&s);
+                test_paged(&s);
+                test_decode_seqs(&s);
+            }
         }
         for (int t = 0; t < N_THREAD_COUNTS; t++) inf_ops_cpu_free(s.ops[t]);
     }

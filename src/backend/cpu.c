@@ -459,20 +459,35 @@ static void group_rows_task(group_job *j, int task, int thread, bool packed) {
 static void matvec_group_task(void *ctx, int task, int thread) { group_rows_task(ctx, task, thread, false); }
 static void gemm_group_task(void *ctx, int task, int thread) { group_rows_task(ctx, task, thread, true); }
 
+/* Whether weights a and b, both packed here, multiply the same prepared
+ * activations (prepare_act): the same type; two 32-block types (both as
+ * Q8_0's); two super-block types of one activation type (Q8_K rows,
+ * which gemm_prepare makes alike for all of them, kernels.h). Q4_K_M
+ * files mix Q4_K and Q6_K in one layer's q, k and v. */
+static bool same_packed_act(const inf_weight *a, const inf_weight *b) {
+    if (a->type == b->type) return true;
+    if (!inf_dtype_is_quant(a->type) && a->type != INF_DTYPE_Q8_0) return false;
+    if (!inf_dtype_is_quant(b->type) && b->type != INF_DTYPE_Q8_0) return false;
+    const int64_t ea = inf_dtype_block_elems(a->type), eb = inf_dtype_block_elems(b->type);
+    if (ea == INF_QK && eb == INF_QK) return true;
+    return ea == INF_QK_K && eb == INF_QK_K && inf_quant_act_type(a->type) == inf_quant_act_type(b->type);
+}
+
 /* Decode-sized groups of weights of one type and width, or any group of
- * weights packed at load: the activations are prepared once and all rows
- * split among the threads in one dispatch (one barrier instead of one per
- * weight). Anything else: matmul each. */
+ * weights packed at load that take the same activations: those are
+ * prepared once and all rows split among the threads in one dispatch (one
+ * barrier instead of one per weight). Anything else: matmul each. */
 static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
                              int n_decode, float *const *y, void *scratch) {
     cpu_backend *c = cpu_of(self);
     bool packed = count <= MATMUL_GROUP_MAX;
     for (int i = 0; i < count && packed; i++)
-        packed = packed_here(c, w[i]) && w[i]->type == w[0]->type && w[i]->cols == w[0]->cols;
+        packed = packed_here(c, w[i]) && same_packed_act(w[i], w[0]) && w[i]->cols == w[0]->cols;
     bool shared = packed || (isa_matvec(c, w[0]->type) && count <= MATMUL_GROUP_MAX &&
                              !use_gemm(c, w[0]->type, n, n_decode) &&
                              (n_decode == 0 || n_decode == n || rows_kind_free(c, w[0]->type)));
-    for (int i = 1; i < count && shared; i++) shared = w[i]->type == w[0]->type && w[i]->cols == w[0]->cols;
+    for (int i = 1; i < count && shared && !packed; i++)
+        shared = w[i]->type == w[0]->type && w[i]->cols == w[0]->cols;
     if (!shared) {
         for (int i = 0; i < count; i++) cpu_matmul(self, w[i], x, n, n_decode, y[i], scratch);
         return;

@@ -81,7 +81,10 @@ typedef struct inf_kernels {
     void (*matvec)(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
                    size_t y_stride);
     /* Tokens [t0, t1) of x[n][cols] prepared for gemm into buf (t0 a
-     * multiple of 8; n tokens take at most n * cols * sizeof(float) bytes). */
+     * multiple of 8; n tokens take at most n * cols * sizeof(float) bytes).
+     * The super-block types of one activation type (inf_quant_act_type:
+     * Q8_K) get the same bytes, so one preparation serves a group of them
+     * (cpu.c, matmul_group). */
     void (*gemm_prepare)(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
     /* Rows [r0, r1), r1 - r0 <= gemm_rows, packed into `pack` (64-aligned,
      * gemm_pack_bytes) then multiplied with all a->n tokens (a->data from

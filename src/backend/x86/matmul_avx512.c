@@ -287,8 +287,90 @@ static void q8_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
 }
 _Static_assert(Q8_MV_TOKENS == 8, "q8_matvec spells out token counts 1..8");
 
+/* BF16 row r of w times NT activation rows, in the summation order of
+ * bf16_matvec_nt: 32 weights per vector (lane i a pair of weights),
+ * vectors alternating between two accumulators, the last one or two
+ * masked, then acc0 + acc1 reduced. */
+INLINE void bf16_row_aligned(const uint16_t *wr, int64_t cols, const uint16_t *const *xa, const int NT, __m512 *acc0,
+                             __m512 *acc1) {
+    int64_t k = 0;
+    for (; k + 64 <= cols; k += 64) {
+        const __m512bh w0 = (__m512bh)_mm512_loadu_si512(wr + k), w1 = (__m512bh)_mm512_loadu_si512(wr + k + 32);
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++) {
+            acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, (__m512bh)_mm512_loadu_si512(xa[t] + k));
+            acc1[t] = _mm512_dpbf16_ps(acc1[t], w1, (__m512bh)_mm512_loadu_si512(xa[t] + k + 32));
+        }
+    }
+    if (k < cols) {
+        const int64_t left = cols - k;
+        const __mmask32 m0 = left >= 32 ? 0xffffffffu : (__mmask32)((1ull << left) - 1);
+        const __mmask32 m1 = left > 32 ? (__mmask32)((1ull << (left - 32)) - 1) : 0;
+        const __m512bh w0 = (__m512bh)_mm512_maskz_loadu_epi16(m0, wr + k);
+        const __m512bh w1 = (__m512bh)_mm512_maskz_loadu_epi16(m1, wr + k + 32);
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++) {
+            acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, (__m512bh)_mm512_maskz_loadu_epi16(m0, xa[t] + k));
+            if (m1) acc1[t] = _mm512_dpbf16_ps(acc1[t], w1, (__m512bh)_mm512_maskz_loadu_epi16(m1, xa[t] + k + 32));
+        }
+    }
+}
+
+/* The same sums for a row that starts o lanes (4·o bytes, 0 < o < 16)
+ * past a 64-byte boundary, as every row of a safetensors file whose data
+ * begins so (its tensors are aligned to 8 bytes only): aligned loads
+ * instead of loads that each span two cache lines (14% of the 4B
+ * geometry's decode), the same floats. Aligned load j holds lanes
+ * 16 j - o + i (i < 16) of the row: lanes i < o belong to the vector
+ * before, the others to vector j. Even loads go to T, odd ones to U, so
+ * acc0 (the even vectors) is T's lanes o.. then U's lanes ..o, and acc1
+ * the other way round: each lane adds the same products in the same order
+ * as bf16_row_aligned. A lane is updated iff bf16_row_aligned updates it
+ * (every lane of the vectors it takes, zeros past the end), so even the
+ * sign of a zero sum agrees; activations are read at the same offsets
+ * (masked where they would start before the row). */
+INLINE void bf16_row_rotated(const uint16_t *wr, int64_t cols, int o, const uint16_t *const *xa, const int NT,
+                             __m512 *acc0, __m512 *acc1) {
+    const uint16_t *base = (const uint16_t *)((uintptr_t)wr - 4 * (uintptr_t)o); /* 64-byte aligned */
+    const int64_t lanes_used = 16 * ((cols + 31) / 32); /* lanes (pairs) of the vectors bf16_row_aligned takes */
+    const int64_t n_loads = (lanes_used + o + 15) / 16;
+    __m512 T[MV_TOKENS], U[MV_TOKENS];
+    _Pragma("GCC unroll 4")
+    for (int t = 0; t < NT; t++) T[t] = U[t] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n_loads; j++) {
+        const int64_t first = 16 * j - o; /* the lane pair held by lane 0 */
+        const int64_t e0 = 2 * first;     /* its first element */
+        __mmask32 em = 0xffffffffu;       /* elements inside [0, cols) */
+        __mmask16 lm = 0xffff;            /* lanes inside [0, lanes_used) */
+        if (e0 < 0 || e0 + 32 > cols) {
+            const int64_t lo = e0 < 0 ? -e0 : 0, hi = INF_MIN(32, cols - e0);
+            em = hi > lo ? (__mmask32)(((hi >= 32 ? ~0ull : (1ull << hi) - 1)) & ~((1ull << lo) - 1)) : 0;
+            const int64_t llo = first < 0 ? -first : 0, lhi = INF_MIN(16, lanes_used - first);
+            lm = lhi > llo ? (__mmask16)(((lhi >= 16 ? 0xffffu : (1u << lhi) - 1)) & ~((1u << llo) - 1)) : 0;
+        }
+        const __m512bh w = (__m512bh)_mm512_maskz_loadu_epi16(em, base + 32 * j);
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++) {
+            /* (an address, not a pointer, before the row: masked, never read) */
+            const __m512bh x = (__m512bh)_mm512_maskz_loadu_epi16(em, (const void *)((uintptr_t)xa[t] + 2 * e0));
+            /* (not _mm512_mask_dpbf16_ps: gcc 12 loads its mask with KMOVB,
+             * 8 lanes of 16) */
+            __m512 *acc = j & 1 ? &U[t] : &T[t];
+            *acc = _mm512_mask_mov_ps(*acc, lm, _mm512_dpbf16_ps(*acc, w, x));
+        }
+    }
+    const __m512i idx = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(o));
+    _Pragma("GCC unroll 4")
+    for (int t = 0; t < NT; t++) {
+        acc0[t] = _mm512_permutex2var_ps(T[t], idx, U[t]);
+        acc1[t] = _mm512_permutex2var_ps(U[t], idx, T[t]);
+    }
+}
+
 /* BF16: VDPBF16PS over 32 weights per vector; vectors alternate between
- * the two accumulators (the last one or two masked). */
+ * the two accumulators (the last one or two masked). A row's floats do
+ * not depend on its address. */
 INLINE void bf16_matvec_nt(const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0, int64_t r1,
                            float *y, size_t y_stride) {
     const int64_t cols = w->cols;
@@ -300,27 +382,9 @@ INLINE void bf16_matvec_nt(const inf_weight *w, const inf_act *a, int t0, const 
         __m512 acc0[MV_TOKENS], acc1[MV_TOKENS];
         _Pragma("GCC unroll 4")
         for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = _mm512_setzero_ps();
-        int64_t k = 0;
-        for (; k + 64 <= cols; k += 64) {
-            const __m512bh w0 = (__m512bh)_mm512_loadu_si512(wr + k), w1 = (__m512bh)_mm512_loadu_si512(wr + k + 32);
-            _Pragma("GCC unroll 4")
-            for (int t = 0; t < NT; t++) {
-                acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, (__m512bh)_mm512_loadu_si512(xa[t] + k));
-                acc1[t] = _mm512_dpbf16_ps(acc1[t], w1, (__m512bh)_mm512_loadu_si512(xa[t] + k + 32));
-            }
-        }
-        if (k < cols) {
-            const int64_t left = cols - k;
-            const __mmask32 m0 = left >= 32 ? 0xffffffffu : (__mmask32)((1ull << left) - 1);
-            const __mmask32 m1 = left > 32 ? (__mmask32)((1ull << (left - 32)) - 1) : 0;
-            const __m512bh w0 = (__m512bh)_mm512_maskz_loadu_epi16(m0, wr + k);
-            const __m512bh w1 = (__m512bh)_mm512_maskz_loadu_epi16(m1, wr + k + 32);
-            _Pragma("GCC unroll 4")
-            for (int t = 0; t < NT; t++) {
-                acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, (__m512bh)_mm512_maskz_loadu_epi16(m0, xa[t] + k));
-                if (m1) acc1[t] = _mm512_dpbf16_ps(acc1[t], w1, (__m512bh)_mm512_maskz_loadu_epi16(m1, xa[t] + k + 32));
-            }
-        }
+        const unsigned misaligned = (unsigned)((uintptr_t)wr & 63);
+        if (misaligned && misaligned % 4 == 0) bf16_row_rotated(wr, cols, (int)(misaligned / 4), xa, NT, acc0, acc1);
+        else bf16_row_aligned(wr, cols, xa, NT, acc0, acc1);
         _Pragma("GCC unroll 4")
         for (int t = 0; t < NT; t++)
             y[(size_t)(t0 + t) * y_stride + (size_t)r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
