@@ -7,7 +7,7 @@
 # qemu (scripts/check-arm64.sh; it fails when the cross tools are missing:
 # scripts/install-deps.sh installs them); and every fuzz target for a
 # bounded number of inputs (scripts/fuzz.sh --runs). Ends with each step's
-# time and the combined "N passed, N failed" line.
+# wall and CPU time and the combined "N passed, N failed" line.
 #
 # Knobs: JOBS (parallel compiles; all cores), TSAN_TESTS, CLANG_TESTS,
 # FUZZ_RUNS and FUZZ_SECONDS (inputs and seconds at most per fuzz target).
@@ -23,7 +23,7 @@ pass=0
 fail=0
 times=""
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log".*' EXIT
 
 # Adds the "N passed, N failed" of line $1 to the totals; a line without
 # it (a program that crashed) counts as one failure.
@@ -54,13 +54,21 @@ counted() {
     add_totals "$(tail -n 1 "$log")"
 }
 
+# CPU seconds (user + system) of this shell's finished children so far
+# (`times` in this shell, not in a command substitution's subshell).
+cpu_s() {
+    times >"$log.times"
+    awk 'END { s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] } printf "%d", s }' "$log.times"
+}
 step_start() {
     echo "== $1"
     step=$1
     t0=$(date +%s)
+    cpu_s >"$log.c0"
 }
 step_end() {
-    times="$times$(printf '%-40s %4ss' "$step" $(($(date +%s) - t0)))
+    cpu_s >"$log.c1"
+    times="$times$(printf '%-40s %4ss  (%ss of CPU)' "$step" $(($(date +%s) - t0)) $(($(cat "$log.c1") - $(cat "$log.c0"))))
 "
 }
 
