@@ -48,18 +48,19 @@ SAN_FLAGS  :=
 KERNEL_OPT        = $(OPT)
 KERNEL_SAN_FLAGS  = $(SAN_FLAGS)
 
-# Under ASan + UBSan the SIMD kernel files are built at -O1: gcc 12 takes
-# ~210 s for quant_avx512.c at -O2 there (53 s at -O1, 39 s without the
-# sanitizers), most of the sanitizer build's time; their tests run ~20%
-# slower.
+# Under ASan + UBSan (and TSan) the SIMD kernel files are built at -O1:
+# gcc 12 takes ~210 s for quant_avx512.c at -O2 there (53 s at -O1, 39 s
+# without the sanitizers), most of the sanitizer build's time; their
+# tests run ~20% slower.
 ifeq ($(SAN),1)
 BUILD      := build-san
 SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 KERNEL_OPT := -O1
 endif
 ifeq ($(TSAN),1)
-BUILD     := build-tsan
-SAN_FLAGS := -fsanitize=thread
+BUILD      := build-tsan
+SAN_FLAGS  := -fsanitize=thread
+KERNEL_OPT := -O1
 endif
 # The library for libFuzzer (CC=clang): ASan, UBSan and coverage feedback,
 # at -O1. The SIMD kernel files get AddressSanitizer only, no coverage, and
