@@ -46,7 +46,10 @@
  *     polynomial within 2 ulp of expf, softmax rescaled per tile of 64 keys
  *     (ref's decode rescales per key): |o - ref| <= 2e-6 * max |v|. Q8_0
  *     caches: the same quantized query and integer block dots as ref, so
- *     the scores are ref's bit for bit and the same budget holds.
+ *     the scores are ref's bit for bit and the same budget holds. The
+ *     AMX bf16 tiles (avx512+amx prefill, f16 cache) carry q and the
+ *     weights to 16 bits, three exact products per product of f32
+ *     (attention_amx.c): 2e-5 * max |v| at scores of a few units.
  *   - rmsnorm: the same exact double squares summed in another order
  *     (4 * 2^-24 relative, usually identical); swiglu: vector exp
  *     (12 * 2^-24 relative); rope, hadamard, add, kv_store:

@@ -40,8 +40,9 @@ static const inf_kernels avx2_table = {
     .quantize_row_q8_0 = inf_avx2_quantize_row_q8_0,
 };
 
-/* The members avx512 and avx512+amx share: all but the gemm. */
-#define AVX512_NON_GEMM_MEMBERS                                                 \
+/* The members avx512 and avx512+amx share: all but the gemm and prefill
+ * attention. */
+#define AVX512_SHARED_MEMBERS                                                   \
     .act_row_bytes = inf_avx512_act_row_bytes,                                  \
     .act_prepare = inf_avx512_act_prepare,                                      \
     .matvec = inf_avx512_matvec,                                                \
@@ -55,10 +56,7 @@ static const inf_kernels avx2_table = {
     /* batched decode of 8 and 16 rows ran 1.2-3x faster on the matvec */     \
     .gemm_min_tokens_q8_0 = 17,                                                 \
     .matvec_exact_q8_0 = true,                                                  \
-    .attn_tmp_bytes = inf_avx512_attn_tmp_bytes,                                \
     .attn_decode = inf_avx512_attn_decode,                                      \
-    .attn_prefill = inf_avx512_attn_prefill,                                    \
-    .attn_block = INF_X86_ATTN_BLOCK,                                           \
     .rmsnorm = inf_avx512_rmsnorm,                                              \
     .rope_rows = inf_avx512_rope_rows,                                          \
     .hadamard = inf_avx2_hadamard, /* AVX2 code: every AVX-512 CPU has AVX2 */  \
@@ -72,16 +70,23 @@ static const inf_kernels avx512_table = {
     .gemm_prepare = inf_avx512_gemm_prepare,
     .gemm = inf_avx512_gemm,
     .gemm_pack_bytes = inf_avx512_gemm_pack_bytes,
-    AVX512_NON_GEMM_MEMBERS,
+    .attn_tmp_bytes = inf_avx512_attn_tmp_bytes,
+    .attn_prefill = inf_avx512_attn_prefill,
+    .attn_block = INF_X86_ATTN_BLOCK,
+    AVX512_SHARED_MEMBERS,
 };
 
-/* avx512 with the prefill gemm on AMX tiles (matmul_amx.c). */
+/* avx512 with the prefill gemm (matmul_amx.c) and, for f16 caches, prefill
+ * attention (attention_amx.c) on AMX tiles. */
 static const inf_kernels avx512_amx_table = {
     .name = "avx512+amx",
     .gemm_prepare = inf_amx_gemm_prepare,
     .gemm = inf_amx_gemm,
     .gemm_pack_bytes = inf_amx_gemm_pack_bytes,
-    AVX512_NON_GEMM_MEMBERS,
+    .attn_tmp_bytes = inf_amx_attn_tmp_bytes,
+    .attn_prefill = inf_amx_attn_prefill,
+    .attn_block = INF_AMX_ATTN_BLOCK,
+    AVX512_SHARED_MEMBERS,
 };
 
 const inf_kernels *inf_kernels_avx2(void) { return &avx2_table; }

@@ -218,5 +218,14 @@ bool inf_amx_kquant_takes(inf_dtype type, int n, bool packed);
 void inf_amx_kquant_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                          void *pack);
 size_t inf_amx_kquant_pack_bytes(inf_dtype type, int64_t cols);
+/* Prefill attention on bf16 tiles for f16 caches (attention_amx.c; other
+ * caches and head_dim not a multiple of 32 run avx512's), in tasks of
+ * INF_AMX_ATTN_BLOCK query tokens: a task converts each key tile once for
+ * all its rows, which took ~28% of a task of 64 tokens (Qwen3-0.6B, 2044
+ * tokens). Decode attention is avx512's. */
+enum { INF_AMX_ATTN_BLOCK = 128 };
+size_t inf_amx_attn_tmp_bytes(const inf_attn_shape *shape);
+void inf_amx_attn_prefill(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
+                          const inf_kv_view *v, float *out, int kvh, int t0, int t1, void *tmp);
 
 #endif /* INF_X86_KERNELS_H */
