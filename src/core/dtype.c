@@ -136,7 +136,7 @@ void inf_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n) {
         const float d = amax / 127.0f;
         const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
         y[b].d = inf_f32_to_f16(d);
-        for (int i = 0; i < INF_Q8_0_BLOCK; i++) y[b].q[i] = (int8_t)nearbyintf(xb[i] * id);
+        for (int i = 0; i < INF_Q8_0_BLOCK; i++) y[b].q[i] = inf_round_to_i8(xb[i] * id);
     }
 }
 

@@ -72,6 +72,16 @@ static inline inf_bf16 inf_f32_to_bf16(float f) {
     return (inf_bf16)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
 }
 
+/* v rounded to the nearest int8, ties to even, as the x86 activation
+ * quantizers do it (VCVTPS2DQ, then saturating packs): out-of-range values
+ * saturate and NaN gives -128 (VCVTPS2DQ's "integer indefinite"), where a
+ * plain (int8_t) cast would be undefined. */
+static inline int8_t inf_round_to_i8(float v) {
+    if (!(v > -128.5f)) return -128; /* also NaN */
+    if (v >= 127.5f) return 127;
+    return (int8_t)__builtin_nearbyintf(v);
+}
+
 /* Elements per block and bytes per block of a type (block = 1 for plain types). */
 int64_t inf_dtype_block_elems(inf_dtype type);
 size_t inf_dtype_block_bytes(inf_dtype type);

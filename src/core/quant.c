@@ -53,7 +53,7 @@ void inf_quantize_row_q8_1(const float *x, inf_block_q8_1 *y, int64_t n) {
         const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
         int sum = 0;
         for (int i = 0; i < INF_QK; i++) {
-            y[b].qs[i] = (int8_t)nearbyintf(xb[i] * id);
+            y[b].qs[i] = inf_round_to_i8(xb[i] * id);
             sum += y[b].qs[i];
         }
         y[b].d = inf_f32_to_f16(d);
