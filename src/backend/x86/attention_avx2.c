@@ -62,7 +62,7 @@ static __m256 kv_load8(const inf_kv_view *c, const void *row, int i, int n) {
     if (c->type == INF_KV_Q8_0) {
         const inf_block_q8_0 *b = (const inf_block_q8_0 *)row + i / INF_Q8_0_BLOCK;
         const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->q + i % INF_Q8_0_BLOCK)));
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(inf_f16_to_f32(b->d)));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(f16c_to_f32(b->d)));
     }
     if (n >= 8) {
         if (c->type == INF_KV_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + i)));
@@ -90,7 +90,7 @@ static int32_t q8_block_dot(const int8_t *k, const int8_t *q) {
 static float q8_row_dot(const inf_block_q8_0 *k, const inf_block_q8_0 *q, int nb) {
     float sum = 0.0f;
     for (int b = 0; b < nb; b++)
-        sum += (float)q8_block_dot(k[b].q, q[b].q) * (inf_f16_to_f32(k[b].d) * inf_f16_to_f32(q[b].d));
+        sum += (float)q8_block_dot(k[b].q, q[b].q) * (f16c_to_f32(k[b].d) * f16c_to_f32(q[b].d));
     return sum;
 }
 

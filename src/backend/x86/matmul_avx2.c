@@ -383,7 +383,7 @@ static void pack_group(const inf_weight *w, int64_t r, int nr, char *dst) {
                     const inf_block_q8_0 *blk = (const inf_block_q8_0 *)(base + (size_t)row * w->row_bytes) + b;
                     lo[i] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)blk->q));
                     hi[i] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk->q + 16)));
-                    scales[row] = inf_f16_to_f32(blk->d);
+                    scales[row] = f16c_to_f32(blk->d);
                 }
                 transpose8i(lo);
                 transpose8i(hi);

@@ -9,7 +9,8 @@
  *
  * Without VNNI, 4-product integer dots are VPMADDUBSW (unsigned codes times
  * signed activations into int16 pairs; no code here exceeds 63, so no pair
- * saturates) then VPMADDWD by ones. IQ4_NL and IQ4_XS, whose codes would
+ * saturates) then VPMADDWD by ones (the super-blocks: by their int16
+ * sub-block scales, which scales and widens in one step). IQ4_NL and IQ4_XS, whose codes would
  * saturate, enter as signed values with the sign moved to the activation
  * (|v| <= 127: 2 * 127 * 127 < 2^15).
  *
@@ -81,13 +82,6 @@ INLINE float hsum_float_8(__m256 x) {
     return _mm_cvtss_f32(r);
 }
 
-INLINE int32_t hsum_i32_8(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
-
 INLINE uint16_t f16_at(const char *p) {
     uint16_t h;
     memcpy(&h, p, 2);
@@ -141,8 +135,8 @@ INLINE void rows32(inf_dtype type, const inf_weight *w, const inf_act *a, int t0
             const char *blk = wr + (size_t)b * wb;
             if ((b & 3) == 0) prefetch_block(blk, 2);
             const __m256i u = block_codes(type, blk);
-            const float dw = inf_f16_to_f32(f16_at(blk));
-            const float mw = q8_1 ? inf_f16_to_f32(f16_at(blk + 2)) : 0.0f;
+            const float dw = f16c_to_f32(f16_at(blk));
+            const float mw = q8_1 ? f16c_to_f32(f16_at(blk + 2)) : 0.0f;
             _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
                 const char *x = xa[t] + (size_t)b * xb;
                 const __m256i xq = _mm256_loadu_si256((const __m256i *)(x + xq_at));
@@ -152,8 +146,8 @@ INLINE void rows32(inf_dtype type, const inf_weight *w, const inf_act *a, int t0
                     d = dot4(u, xq);
                     if (c) d = _mm256_sub_epi32(d, dot4(_mm256_set1_epi8((char)c), xq));
                 }
-                if (q8_1) summs[t] += mw * inf_f16_to_f32(f16_at(x + 2));
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * inf_f16_to_f32(f16_at(x))), _mm256_cvtepi32_ps(d), acc[t]);
+                if (q8_1) summs[t] += mw * f16c_to_f32(f16_at(x + 2));
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * f16c_to_f32(f16_at(x))), _mm256_cvtepi32_ps(d), acc[t]);
             }
         }
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
@@ -164,8 +158,10 @@ INLINE void rows32(inf_dtype type, const inf_weight *w, const inf_act *a, int t0
 /* ------------------------------------------------------------------ super-blocks */
 
 /* One super-block unpacked: 8 operands of 32 elements (codes, or signed
- * values when `sgn`), each with its int32 lane scales (two 16-groups per
- * operand: lanes 0-3 and 4-7), and the bias / min terms as quant_avx512.c. */
+ * values when `sgn`), each with its scales as int16 lanes against
+ * VPMADDUBSW's pairs (two 16-groups per operand: lanes 0-7 and 8-15), and
+ * the bias / min terms as quant_avx512.c. A scaled pair sum is then one
+ * VPMADDWD: |pair| <= 2 * 127 * 127 and |scale| <= 63 fit its int32. */
 typedef struct kblock {
     __m256i u[8], sc[8];
     __m256i bias16, min16;
@@ -175,8 +171,11 @@ typedef struct kblock {
 } kblock;
 
 INLINE __m256i lane_scales(int a, int b) {
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32(a)), _mm_set1_epi32(b), 1);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)a)), _mm_set1_epi16((short)b), 1);
 }
+
+/* Int16 lane j of each 128-bit half of v, in all 8 lanes of that half. */
+INLINE __m256i bcast_i16(__m256i v, int j) { return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j))); }
 
 INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
     const __m256i m2 = _mm256_set1_epi8(0x03), m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
@@ -194,7 +193,8 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
         const uint8_t *qs = five ? x5->qs : x4->qs;
         uint8_t sm[16]; /* 8 scales, then 8 mins */
         inf_q4k_scales_mins(five ? x5->scales : x4->scales, sm);
-        const uint8_t *sc = sm, *m = sm + 8;
+        const __m128i smv = _mm_loadu_si128((const __m128i *)sm);
+        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(smv)); /* scales 0-7 in both halves */
         const __m256i h = five ? _mm256_loadu_si256((const __m256i *)x5->qh) : _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
@@ -205,14 +205,14 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
             }
             k->u[2 * j] = lo;
             k->u[2 * j + 1] = hi;
-            k->sc[2 * j] = _mm256_set1_epi32(sc[2 * j]);
-            k->sc[2 * j + 1] = _mm256_set1_epi32(sc[2 * j + 1]);
+            k->sc[2 * j] = bcast_i16(sc16, 2 * j);
+            k->sc[2 * j + 1] = bcast_i16(sc16, 2 * j + 1);
         }
-        const __m128i mb = _mm_loadl_epi64((const __m128i *)m);
+        const __m128i mb = _mm_srli_si128(smv, 8);
         k->min16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));
         k->has_min = true;
-        k->d = inf_f16_to_f32(five ? x5->d : x4->d);
-        k->dmin = inf_f16_to_f32(five ? x5->dmin : x4->dmin);
+        k->d = f16c_to_f32(five ? x5->d : x4->d);
+        k->dmin = f16c_to_f32(five ? x5->dmin : x4->dmin);
         break;
     }
     case INF_DTYPE_Q6_K: {
@@ -232,7 +232,7 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
         for (int i = 0; i < 8; i++) k->sc[i] = lane_scales(x->scales[2 * i], x->scales[2 * i + 1]);
         k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
         k->bias_mul = 32;
-        k->d = inf_f16_to_f32(x->d);
+        k->d = f16c_to_f32(x->d);
         break;
     }
     case INF_DTYPE_Q2_K:
@@ -256,7 +256,7 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
             inf_q3k_scales(x3->scales, sc);
             k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
             k->bias_mul = 4;
-            k->d = inf_f16_to_f32(x3->d);
+            k->d = f16c_to_f32(x3->d);
         } else {
             uint8_t mn[16];
             for (int j = 0; j < 16; j++) {
@@ -265,8 +265,8 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
             }
             k->min16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn));
             k->has_min = true;
-            k->d = inf_f16_to_f32(x2->d);
-            k->dmin = inf_f16_to_f32(x2->dmin);
+            k->d = f16c_to_f32(x2->d);
+            k->dmin = f16c_to_f32(x2->dmin);
         }
         for (int i = 0; i < 8; i++) k->sc[i] = lane_scales(sc[2 * i], sc[2 * i + 1]);
         break;
@@ -276,18 +276,23 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
         for (int j = 0; j < 8; j++) {
             const int s = inf_iq4xs_scale(x, j);
             k->u[j] = iq4_values(nibbles16(x->qs + 16 * j));
-            k->sc[j] = _mm256_set1_epi32(s);
+            k->sc[j] = _mm256_set1_epi16((short)s);
         }
         k->sgn = true;
-        k->d = inf_f16_to_f32(x->d);
+        k->d = f16c_to_f32(x->d);
         break;
     }
     default: break;
     }
 }
 
-INLINE int32_t bsum_dot(const int16_t *bsums, __m256i s16) {
-    return hsum_i32_8(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), s16));
+/* The lane sums of a and b. */
+INLINE void hsum2_i32_8(__m256i a, __m256i b, int32_t *sa, int32_t *sb) {
+    const __m256i h = _mm256_hadd_epi32(a, b); /* per half: a01 a23 b01 b23 */
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    s = _mm_hadd_epi32(s, s);
+    *sa = _mm_cvtsi128_si32(s);
+    *sb = _mm_extract_epi32(s, 1);
 }
 
 INLINE void rows256(inf_dtype type, const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0,
@@ -311,13 +316,115 @@ INLINE void rows256(inf_dtype type, const inf_weight *w, const inf_act *a, int t
                 __m256i acc = _mm256_setzero_si256();
                 _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
                     const __m256i xq = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * j));
-                    const __m256i d = k.sgn ? dot4s(k.u[j], xq) : dot4(k.u[j], xq);
-                    acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(d, k.sc[j]));
+                    const __m256i p = k.sgn ? _mm256_maddubs_epi16(_mm256_sign_epi8(k.u[j], k.u[j]), _mm256_sign_epi8(xq, k.u[j]))
+                                            : _mm256_maddubs_epi16(k.u[j], xq);
+                    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, k.sc[j]));
                 }
-                int32_t isum = hsum_i32_8(acc);
-                if (k.bias_mul) isum -= k.bias_mul * bsum_dot(x->bsums, k.bias16);
-                const int32_t imin = k.has_min ? bsum_dot(x->bsums, k.min16) : 0;
+                /* the bias or the mins against the bsums, both reduced at once */
+                const __m256i bs = _mm256_loadu_si256((const __m256i *)x->bsums);
+                const __m256i other = k.bias_mul ? _mm256_madd_epi16(bs, k.bias16)
+                                      : k.has_min ? _mm256_madd_epi16(bs, k.min16) : _mm256_setzero_si256();
+                int32_t isum, iother;
+                hsum2_i32_8(acc, other, &isum, &iother);
+                if (k.bias_mul) isum -= k.bias_mul * iother;
+                const int32_t imin = k.has_min ? iother : 0;
                 sum[t] += (k.d * x->d) * (float)isum - (k.dmin * x->d) * (float)imin; /* as ref.c */
+            }
+        }
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ys + (size_t)r] = sum[t];
+    }
+}
+
+/* Q4_K, Q5_K and Q6_K, the super-blocks of the common files, as rows256
+ * (the same integers, so the same bits) but each operand unpacked just
+ * before the tokens use it, with no unpacked block kept (which spills). */
+
+/* Operand j (elements 32j ..) of a Q4_K / Q5_K super-block: its codes. */
+INLINE __m256i q45k_operand(const uint8_t *qs, const uint8_t *qh, const bool five, int j) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * (j / 2)));
+    __m256i u = j % 2 ? _mm256_and_si256(_mm256_srli_epi16(q, 4), m4) : _mm256_and_si256(q, m4);
+    if (five) {
+        const __m256i h = _mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)qh), j);
+        u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(1)), 4));
+    }
+    return u;
+}
+
+/* Operand j (elements 128 (j / 4) + 32 (j % 4) ..) of a Q6_K super-block:
+ * its 6-bit codes (value + 32). */
+INLINE __m256i q6k_operand(const inf_block_q6_K *x, int j) {
+    const int h = j / 4, part = j % 4;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    const __m256i ql = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32 * (part & 1)));
+    const __m256i lo = part < 2 ? _mm256_and_si256(ql, m4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4);
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+    return _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * part), m2), 4));
+}
+
+/* From s16, the 16 scales of a Q6_K super-block as int16 lanes, operand
+ * j's: scale 2j in lanes 0-7, 2j + 1 in lanes 8-15. */
+INLINE __m256i q6k_operand_scales(__m256i s16, int j) {
+    const __m256i half = _mm256_permute2x128_si256(s16, s16, j < 4 ? 0x00 : 0x11);
+    const int i = 2 * (j % 4);
+    const __m256i pick = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)(0x0100 * (2 * i + 1) + 2 * i))),
+                                                 _mm_set1_epi16((short)(0x0100 * (2 * i + 3) + 2 * i + 2)), 1);
+    return _mm256_shuffle_epi8(half, pick);
+}
+
+INLINE void rows_k456(inf_dtype type, const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0,
+                      int64_t r1, float *y, size_t ys) {
+    const int64_t nb = w->cols / INF_QK_K;
+    const size_t wb = inf_dtype_block_bytes(type);
+    const bool six = type == INF_DTYPE_Q6_K, five = type == INF_DTYPE_Q5_K;
+    const inf_block_q8_K *xa[MV_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
+        xa[t] = (const inf_block_q8_K *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
+    for (int64_t r = r0; r < r1; r++) {
+        const char *wr = (const char *)w->data + (size_t)r * w->row_bytes;
+        float sum[MV_TOKENS];
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) sum[t] = 0.0f;
+        for (int64_t b = 0; b < nb; b++) {
+            const char *blk = wr + (size_t)b * wb;
+            prefetch_block(blk, (int)((wb + 63) / 64));
+            const inf_block_q4_K *x4 = (const inf_block_q4_K *)blk;
+            const inf_block_q5_K *x5 = (const inf_block_q5_K *)blk;
+            const inf_block_q6_K *x6 = (const inf_block_q6_K *)blk;
+            /* sc16: the scales as int16 lanes (Q4_K, Q5_K: scales 0-7 in both
+             * halves); other16: against the bsums, the mins (each twice: a
+             * sub-block is two 16-groups) or Q6_K's scales (its bias) */
+            __m256i sc16, other16;
+            float d, dmin = 0.0f;
+            if (six) {
+                sc16 = other16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x6->scales));
+                d = f16c_to_f32(x6->d);
+            } else {
+                uint8_t sm[16]; /* 8 scales, then 8 mins */
+                inf_q4k_scales_mins(five ? x5->scales : x4->scales, sm);
+                const __m128i smv = _mm_loadu_si128((const __m128i *)sm), mins = _mm_srli_si128(smv, 8);
+                sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(smv));
+                other16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins));
+                d = f16c_to_f32(five ? x5->d : x4->d);
+                dmin = f16c_to_f32(five ? x5->dmin : x4->dmin);
+            }
+            __m256i acc[MV_TOKENS];
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+                const __m256i u = six ? q6k_operand(x6, j) : q45k_operand(five ? x5->qs : x4->qs, x5->qh, five, j);
+                const __m256i sc = six ? q6k_operand_scales(sc16, j) : bcast_i16(sc16, j);
+                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                    const __m256i xq = _mm256_loadu_si256((const __m256i *)(xa[t][b].qs + 32 * j));
+                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(_mm256_maddubs_epi16(u, xq), sc));
+                }
+            }
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                const inf_block_q8_K *x = &xa[t][b];
+                const __m256i other = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), other16);
+                int32_t isum, iother;
+                hsum2_i32_8(acc[t], other, &isum, &iother);
+                if (six) isum -= 32 * iother;
+                const int32_t imin = six ? 0 : iother;
+                sum[t] += (d * x->d) * (float)isum - (dmin * x->d) * (float)imin; /* as ref.c */
             }
         }
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ys + (size_t)r] = sum[t];
@@ -351,9 +458,9 @@ TYPE_KERNEL(mv_q5_1, rows32, INF_DTYPE_Q5_1)
 TYPE_KERNEL(mv_iq4_nl, rows32, INF_DTYPE_IQ4_NL)
 TYPE_KERNEL(mv_q2_k, rows256, INF_DTYPE_Q2_K)
 TYPE_KERNEL(mv_q3_k, rows256, INF_DTYPE_Q3_K)
-TYPE_KERNEL(mv_q4_k, rows256, INF_DTYPE_Q4_K)
-TYPE_KERNEL(mv_q5_k, rows256, INF_DTYPE_Q5_K)
-TYPE_KERNEL(mv_q6_k, rows256, INF_DTYPE_Q6_K)
+TYPE_KERNEL(mv_q4_k, rows_k456, INF_DTYPE_Q4_K)
+TYPE_KERNEL(mv_q5_k, rows_k456, INF_DTYPE_Q5_K)
+TYPE_KERNEL(mv_q6_k, rows_k456, INF_DTYPE_Q6_K)
 TYPE_KERNEL(mv_iq4_xs, rows256, INF_DTYPE_IQ4_XS)
 
 void inf_avx2_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
@@ -445,8 +552,8 @@ static void pack_block32(const inf_weight *w, int64_t r, int nr, int64_t b, char
         }
         const char *blk = (const char *)w->data + (size_t)(r + i) * w->row_bytes + (size_t)b * wb;
         _mm256_storeu_si256((__m256i *)v[i], _mm256_sub_epi8(block_codes(type, blk), _mm256_set1_epi8((char)c)));
-        d[i] = inf_f16_to_f32(f16_at(blk));
-        if (inf_quant_act_type(type) == INF_ACT_Q8_1) m[i] = inf_f16_to_f32(f16_at(blk + 2));
+        d[i] = f16c_to_f32(f16_at(blk));
+        if (inf_quant_act_type(type) == INF_ACT_Q8_1) m[i] = f16c_to_f32(f16_at(blk + 2));
         if (flips_act(type))
             for (int e = 0; e < 32; e++) corr[i] += 128 * v[i][e];
     }
@@ -477,12 +584,12 @@ static void pack_kblock(const inf_weight *w, int64_t r, int nr, int64_t b, char 
         d[i] = k.d;
         dmin[i] = k.dmin;
         int16_t bias[16], mins[16];
-        int32_t lane_sc[8][8];
+        int16_t lane_sc[8][16];
         _mm256_storeu_si256((__m256i *)bias, k.bias16);
         _mm256_storeu_si256((__m256i *)mins, k.min16);
         for (int j = 0; j < 8; j++) _mm256_storeu_si256((__m256i *)lane_sc[j], k.sc[j]);
-        for (int g = 0; g < 16; g++) { /* k.sc[j]: lanes 0-3 scale 16-group 2j, lanes 4-7 group 2j + 1 */
-            scale[g][i] = lane_sc[g / 2][4 * (g % 2)];
+        for (int g = 0; g < 16; g++) { /* k.sc[j]: lanes 0-7 scale 16-group 2j, lanes 8-15 group 2j + 1 */
+            scale[g][i] = lane_sc[g / 2][8 * (g % 2)];
             coef[g][i] = (k.has_min ? mins[g] : k.bias_mul * bias[g]) & 0xFFFF;
         }
     }
@@ -539,11 +646,11 @@ INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t s
         const __m256 d = _mm256_load_ps((const float *)(pb + QB_D)), m = _mm256_load_ps((const float *)(pb + QB_M));
         for (int t = 0; t < NT; t++) {
             const char *x = xa[t] + (size_t)b * xb;
-            const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(inf_f16_to_f32(f16_at(x))));
+            const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(f16c_to_f32(f16_at(x))));
             const __m256 isum = _mm256_cvtepi32_ps(SGN ? acc[t] : _mm256_sub_epi32(acc[t], corr));
             if (Q81) /* (d_w * d_x) * isum + m_w * s_x, as ref.c */
                 sum[t] = _mm256_add_ps(sum[t], _mm256_add_ps(_mm256_mul_ps(s, isum),
-                                                             _mm256_mul_ps(m, _mm256_set1_ps(inf_f16_to_f32(f16_at(x + 2))))));
+                                                             _mm256_mul_ps(m, _mm256_set1_ps(f16c_to_f32(f16_at(x + 2))))));
             else /* (float)isum * (d_w * d_x) */
                 sum[t] = _mm256_add_ps(sum[t], _mm256_mul_ps(isum, s));
         }

@@ -1,13 +1,18 @@
 /*
  * vec_avx2.h — small AVX2 helpers shared by the *_avx2.c kernels: a vector
- * expf, horizontal sums and tail masks. Include only from files built with
- * the AVX2 flags.
+ * expf, horizontal sums, tail masks and f16 scalars. Include only from
+ * files built with the AVX2 flags.
  */
 #ifndef INF_VEC_AVX2_H
 #define INF_VEC_AVX2_H
 
 #include <immintrin.h>
 #include <stddef.h>
+#include <stdint.h>
+
+/* f16 -> f32 by F16C's VCVTPH2PS: exact, as inf_f16_to_f32 (which the
+ * kernels' hot loops cannot afford: it is a dozen scalar instructions). */
+static inline float f16c_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
 /* e^x on 8 lanes, within 2 ulp of expf down to FLT_MIN (the reduction and
  * polynomial of vexp_avx512); below -87.3 the result is 0 (expf gives
