@@ -625,18 +625,18 @@ INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t s
     const __m256i ones = _mm256_set1_epi16(1);
     const char *xa[QG_TOKENS];
     __m256 sum[QG_TOKENS];
-    for (int t = 0; t < NT; t++) {
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
         xa[t] = act + (size_t)(t0 + t) * stride;
         sum[t] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < nb; b++) {
         const char *pb = pack + (size_t)b * QB_BLOCK;
         __m256i acc[QG_TOKENS];
-        for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_si256();
-        for (int q = 0; q < 8; q++) {
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {
             const __m256i wv = _mm256_load_si256((const __m256i *)(pb + q * 32));
             const __m256i aw = SGN ? _mm256_sign_epi8(wv, wv) : wv;
-            for (int t = 0; t < NT; t++) {
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
                 const __m256i xq = bcast_quad(xa[t] + (size_t)b * xb + xq_at + 4 * q);
                 const __m256i p = SGN ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wv)) : _mm256_maddubs_epi16(xq, wv);
                 acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, ones));
@@ -644,7 +644,7 @@ INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t s
         }
         const __m256i corr = _mm256_load_si256((const __m256i *)(pb + QB_CORR));
         const __m256 d = _mm256_load_ps((const float *)(pb + QB_D)), m = _mm256_load_ps((const float *)(pb + QB_M));
-        for (int t = 0; t < NT; t++) {
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
             const char *x = xa[t] + (size_t)b * xb;
             const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(f16c_to_f32(f16_at(x))));
             const __m256 isum = _mm256_cvtepi32_ps(SGN ? acc[t] : _mm256_sub_epi32(acc[t], corr));
@@ -665,38 +665,38 @@ INLINE void qgemm256_tile(const char *pack, int64_t nb, const char *act, size_t 
     const __m256i ones = _mm256_set1_epi16(1);
     const inf_block_q8_K *xa[QG_TOKENS];
     __m256 sum[QG_TOKENS];
-    for (int t = 0; t < NT; t++) {
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
         xa[t] = (const inf_block_q8_K *)(act + (size_t)(t0 + t) * stride);
         sum[t] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < nb; b++) {
         const char *pb = pack + (size_t)b * QK_BLOCK;
         __m256i isum[QG_TOKENS], iterm[QG_TOKENS];
-        for (int t = 0; t < NT; t++) isum[t] = iterm[t] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = iterm[t] = _mm256_setzero_si256();
         for (int g = 0; g < 16; g++) {
             __m256i dsub[QG_TOKENS];
-            for (int t = 0; t < NT; t++) dsub[t] = _mm256_setzero_si256();
-            for (int c = 0; c < 4; c++) {
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) dsub[t] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
                 const int q = 4 * g + c;
                 const __m256i wv = _mm256_load_si256((const __m256i *)(pb + q * 32));
                 const __m256i aw = SGN ? _mm256_sign_epi8(wv, wv) : wv;
-                for (int t = 0; t < NT; t++) {
+                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
                     const __m256i xq = bcast_quad(xa[t][b].qs + 4 * q);
                     const __m256i p = _mm256_maddubs_epi16(aw, SGN ? _mm256_sign_epi8(xq, wv) : xq);
                     dsub[t] = _mm256_add_epi32(dsub[t], _mm256_madd_epi16(p, ones));
                 }
             }
             const __m256i sc = _mm256_load_si256((const __m256i *)(pb + QK_SCALE + g * 32));
-            for (int t = 0; t < NT; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dsub[t], sc));
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dsub[t], sc));
         }
         if (!SGN)
             for (int g = 0; g < 16; g++) { /* coef (low 16 bits) times the bsum (low 16 bits): one VPMADDWD */
                 const __m256i cf = _mm256_load_si256((const __m256i *)(pb + QK_COEF + g * 32));
-                for (int t = 0; t < NT; t++)
+                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
                     iterm[t] = _mm256_add_epi32(iterm[t], _mm256_madd_epi16(cf, _mm256_set1_epi32((uint16_t)xa[t][b].bsums[g])));
             }
         const __m256 d = _mm256_load_ps((const float *)(pb + QK_D)), dmin = _mm256_load_ps((const float *)(pb + QK_DMIN));
-        for (int t = 0; t < NT; t++) { /* (d * dx) * isum - (dmin * dx) * imin, as ref.c, lane by lane */
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) { /* (d * dx) * isum - (dmin * dx) * imin, as ref.c, lane by lane */
             const __m256i is = MIN ? isum[t] : _mm256_sub_epi32(isum[t], iterm[t]);
             const __m256i im = MIN ? iterm[t] : _mm256_setzero_si256();
             const __m256 dx = _mm256_set1_ps(xa[t][b].d);
