@@ -505,10 +505,17 @@ void inf_avx2_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, in
  * Super-blocks, per super-block and group:
  *   codes [64 quads][8 rows][4] u8, the matvec's unsigned codes (IQ4_XS:
  *                                   signed values, dotted as dot4s)
- *   scale [16 groups][8 rows] int32, the integer scale of each 16-group
- *   coef  [16 groups][8 rows] int32, low 16 bits: the min (Q2_K, Q4_K,
- *                                   Q5_K) or c * scale (Q3_K, Q6_K)
- *   d, dmin [8 rows] f32 */
+ *   scale [16 groups][8 rows][2] int16, the integer scale of each 16-group
+ *                                   twice: VPMADDWD of a lane's two pair
+ *                                   sums against it scales and adds them
+ *   coef  [8 group pairs][8 rows][2] int16: of 16-groups 2j and 2j + 1,
+ *                                   the min (Q2_K, Q4_K, Q5_K) or c *
+ *                                   scale (Q3_K, Q6_K), for one VPMADDWD
+ *                                   against the bsums of those groups
+ *   d, dmin [8 rows] f32
+ * A lane's pair sums (VPMADDUBSW) stay within int16 when two are added
+ * (2 * 2 * 63 * 127 < 2^15) for the unsigned codes (IQ4_XS's signed
+ * values, to 127, are scaled one at a time). */
 enum {
     QG_ROWS = 8,
     QG_TOKENS = 4,
@@ -518,9 +525,9 @@ enum {
     QB_BLOCK = QB_M + 32,      /* 352 bytes */
     QK_SCALE = 64 * 32,        /* super-blocks: codes 2048 bytes, then */
     QK_COEF = QK_SCALE + 16 * 32,
-    QK_D = QK_COEF + 16 * 32,
+    QK_D = QK_COEF + 8 * 32,
     QK_DMIN = QK_D + 32,
-    QK_BLOCK = QK_DMIN + 32,   /* 3136 bytes */
+    QK_BLOCK = QK_DMIN + 32,   /* 2880 bytes */
 };
 
 size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols) {
@@ -570,7 +577,7 @@ static void pack_kblock(const inf_weight *w, int64_t r, int nr, int64_t b, char 
     const inf_dtype type = w->type;
     const size_t wb = inf_dtype_block_bytes(type);
     uint8_t codes[QG_ROWS][256];
-    int32_t scale[16][QG_ROWS] = {{0}}, coef[16][QG_ROWS] = {{0}};
+    uint32_t scale[16][QG_ROWS] = {{0}}, coef[8][QG_ROWS] = {{0}};
     float d[QG_ROWS] = {0}, dmin[QG_ROWS] = {0};
     for (int i = 0; i < QG_ROWS; i++) {
         if (i >= nr) {
@@ -589,8 +596,9 @@ static void pack_kblock(const inf_weight *w, int64_t r, int nr, int64_t b, char 
         _mm256_storeu_si256((__m256i *)mins, k.min16);
         for (int j = 0; j < 8; j++) _mm256_storeu_si256((__m256i *)lane_sc[j], k.sc[j]);
         for (int g = 0; g < 16; g++) { /* k.sc[j]: lanes 0-7 scale 16-group 2j, lanes 8-15 group 2j + 1 */
-            scale[g][i] = lane_sc[g / 2][8 * (g % 2)];
-            coef[g][i] = (k.has_min ? mins[g] : k.bias_mul * bias[g]) & 0xFFFF;
+            const uint32_t sc16 = (uint16_t)lane_sc[g / 2][8 * (g % 2)];
+            scale[g][i] = sc16 | sc16 << 16;
+            coef[g / 2][i] |= (uint32_t)(uint16_t)(k.has_min ? mins[g] : k.bias_mul * bias[g]) << (16 * (g % 2));
         }
     }
     const __m256i rows = _mm256_setr_epi32(0, 256, 512, 768, 1024, 1280, 1536, 1792);
@@ -662,7 +670,6 @@ INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t s
  * IQ4_XS) subtracted from isum; SGN: IQ4_XS's signed values. */
 INLINE void qgemm256_tile(const char *pack, int64_t nb, const char *act, size_t stride, int t0, const int NT,
                           const bool MIN, const bool SGN, float *y, size_t ys, int nr) {
-    const __m256i ones = _mm256_set1_epi16(1);
     const inf_block_q8_K *xa[QG_TOKENS];
     __m256 sum[QG_TOKENS];
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
@@ -674,26 +681,30 @@ INLINE void qgemm256_tile(const char *pack, int64_t nb, const char *act, size_t 
         __m256i isum[QG_TOKENS], iterm[QG_TOKENS];
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = iterm[t] = _mm256_setzero_si256();
         for (int g = 0; g < 16; g++) {
-            __m256i dsub[QG_TOKENS];
-            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) dsub[t] = _mm256_setzero_si256();
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+            const __m256i sc = _mm256_load_si256((const __m256i *)(pb + QK_SCALE + g * 32));
+            _Pragma("GCC unroll 2") for (int c = 0; c < 4; c += 2) {
                 const int q = 4 * g + c;
-                const __m256i wv = _mm256_load_si256((const __m256i *)(pb + q * 32));
-                const __m256i aw = SGN ? _mm256_sign_epi8(wv, wv) : wv;
+                const __m256i w0 = _mm256_load_si256((const __m256i *)(pb + q * 32));
+                const __m256i w1 = _mm256_load_si256((const __m256i *)(pb + q * 32 + 32));
                 _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                    const __m256i xq = bcast_quad(xa[t][b].qs + 4 * q);
-                    const __m256i p = _mm256_maddubs_epi16(aw, SGN ? _mm256_sign_epi8(xq, wv) : xq);
-                    dsub[t] = _mm256_add_epi32(dsub[t], _mm256_madd_epi16(p, ones));
+                    const __m256i x0 = bcast_quad(xa[t][b].qs + 4 * q), x1 = bcast_quad(xa[t][b].qs + 4 * q + 4);
+                    if (SGN) {
+                        const __m256i p0 = _mm256_maddubs_epi16(_mm256_sign_epi8(w0, w0), _mm256_sign_epi8(x0, w0));
+                        const __m256i p1 = _mm256_maddubs_epi16(_mm256_sign_epi8(w1, w1), _mm256_sign_epi8(x1, w1));
+                        isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(p0, sc),
+                                                                             _mm256_madd_epi16(p1, sc)));
+                    } else {
+                        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, x0), _mm256_maddubs_epi16(w1, x1));
+                        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, sc));
+                    }
                 }
             }
-            const __m256i sc = _mm256_load_si256((const __m256i *)(pb + QK_SCALE + g * 32));
-            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dsub[t], sc));
         }
         if (!SGN)
-            for (int g = 0; g < 16; g++) { /* coef (low 16 bits) times the bsum (low 16 bits): one VPMADDWD */
-                const __m256i cf = _mm256_load_si256((const __m256i *)(pb + QK_COEF + g * 32));
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) { /* coef pairs against bsum pairs: one VPMADDWD */
+                const __m256i cf = _mm256_load_si256((const __m256i *)(pb + QK_COEF + j * 32));
                 _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
-                    iterm[t] = _mm256_add_epi32(iterm[t], _mm256_madd_epi16(cf, _mm256_set1_epi32((uint16_t)xa[t][b].bsums[g])));
+                    iterm[t] = _mm256_add_epi32(iterm[t], _mm256_madd_epi16(cf, bcast_quad(&xa[t][b].bsums[2 * j])));
             }
         const __m256 d = _mm256_load_ps((const float *)(pb + QK_D)), dmin = _mm256_load_ps((const float *)(pb + QK_DMIN));
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) { /* (d * dx) * isum - (dmin * dx) * imin, as ref.c, lane by lane */
