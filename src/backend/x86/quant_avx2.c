@@ -175,7 +175,9 @@ INLINE __m256i lane_scales(int a, int b) {
 }
 
 /* Int16 lane j of each 128-bit half of v, in all 8 lanes of that half. */
-INLINE __m256i bcast_i16(__m256i v, int j) { return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j))); }
+INLINE __m256i bcast_i16(__m256i v, int j) {
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j)));
+}
 
 INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
     const __m256i m2 = _mm256_set1_epi8(0x03), m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
@@ -316,8 +318,9 @@ INLINE void rows256(inf_dtype type, const inf_weight *w, const inf_act *a, int t
                 __m256i acc = _mm256_setzero_si256();
                 _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
                     const __m256i xq = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * j));
-                    const __m256i p = k.sgn ? _mm256_maddubs_epi16(_mm256_sign_epi8(k.u[j], k.u[j]), _mm256_sign_epi8(xq, k.u[j]))
-                                            : _mm256_maddubs_epi16(k.u[j], xq);
+                    const __m256i u = k.u[j];
+                    const __m256i p = k.sgn ? _mm256_maddubs_epi16(_mm256_sign_epi8(u, u), _mm256_sign_epi8(xq, u))
+                                            : _mm256_maddubs_epi16(u, xq);
                     acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, k.sc[j]));
                 }
                 /* the bias or the mins against the bsums, both reduced at once */
@@ -365,10 +368,12 @@ INLINE __m256i q6k_operand(const inf_block_q6_K *x, int j) {
 /* From s16, the 16 scales of a Q6_K super-block as int16 lanes, operand
  * j's: scale 2j in lanes 0-7, 2j + 1 in lanes 8-15. */
 INLINE __m256i q6k_operand_scales(__m256i s16, int j) {
-    const __m256i half = _mm256_permute2x128_si256(s16, s16, j < 4 ? 0x00 : 0x11);
+    /* (immediates in both arms: -O1 does not fold j) */
+    const __m256i half = j < 4 ? _mm256_permute2x128_si256(s16, s16, 0x00) : _mm256_permute2x128_si256(s16, s16, 0x11);
     const int i = 2 * (j % 4);
-    const __m256i pick = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)(0x0100 * (2 * i + 1) + 2 * i))),
-                                                 _mm_set1_epi16((short)(0x0100 * (2 * i + 3) + 2 * i + 2)), 1);
+    const __m128i lo = _mm_set1_epi16((short)(0x0100 * (2 * i + 1) + 2 * i));
+    const __m128i hi = _mm_set1_epi16((short)(0x0100 * (2 * i + 3) + 2 * i + 2));
+    const __m256i pick = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
     return _mm256_shuffle_epi8(half, pick);
 }
 
@@ -656,11 +661,12 @@ INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t s
             const char *x = xa[t] + (size_t)b * xb;
             const __m256 s = _mm256_mul_ps(d, _mm256_set1_ps(f16c_to_f32(f16_at(x))));
             const __m256 isum = _mm256_cvtepi32_ps(SGN ? acc[t] : _mm256_sub_epi32(acc[t], corr));
-            if (Q81) /* (d_w * d_x) * isum + m_w * s_x, as ref.c */
-                sum[t] = _mm256_add_ps(sum[t], _mm256_add_ps(_mm256_mul_ps(s, isum),
-                                                             _mm256_mul_ps(m, _mm256_set1_ps(f16c_to_f32(f16_at(x + 2))))));
-            else /* (float)isum * (d_w * d_x) */
+            if (Q81) { /* (d_w * d_x) * isum + m_w * s_x, as ref.c */
+                const __m256 ms = _mm256_mul_ps(m, _mm256_set1_ps(f16c_to_f32(f16_at(x + 2))));
+                sum[t] = _mm256_add_ps(sum[t], _mm256_add_ps(_mm256_mul_ps(s, isum), ms));
+            } else { /* (float)isum * (d_w * d_x) */
                 sum[t] = _mm256_add_ps(sum[t], _mm256_mul_ps(isum, s));
+            }
         }
     }
     store_lanes(y + (size_t)t0 * ys, ys, sum, NT, nr);
@@ -707,7 +713,8 @@ INLINE void qgemm256_tile(const char *pack, int64_t nb, const char *act, size_t 
                     iterm[t] = _mm256_add_epi32(iterm[t], _mm256_madd_epi16(cf, bcast_quad(&xa[t][b].bsums[2 * j])));
             }
         const __m256 d = _mm256_load_ps((const float *)(pb + QK_D)), dmin = _mm256_load_ps((const float *)(pb + QK_DMIN));
-        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) { /* (d * dx) * isum - (dmin * dx) * imin, as ref.c, lane by lane */
+        /* (d * dx) * isum - (dmin * dx) * imin, as ref.c, lane by lane */
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
             const __m256i is = MIN ? isum[t] : _mm256_sub_epi32(isum[t], iterm[t]);
             const __m256i im = MIN ? iterm[t] : _mm256_setzero_si256();
             const __m256 dx = _mm256_set1_ps(xa[t][b].d);
