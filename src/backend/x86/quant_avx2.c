@@ -10,9 +10,9 @@
  * Without VNNI, 4-product integer dots are VPMADDUBSW (unsigned codes times
  * signed activations into int16 pairs; no code here exceeds 63, so no pair
  * saturates) then VPMADDWD by ones (the super-blocks: by their int16
- * sub-block scales, which scales and widens in one step). IQ4_NL and IQ4_XS, whose codes would
- * saturate, enter as signed values with the sign moved to the activation
- * (|v| <= 127: 2 * 127 * 127 < 2^15).
+ * sub-block scales, which scales and widens in one step). IQ4_NL and
+ * IQ4_XS, whose codes would saturate, enter as signed values with the
+ * sign moved to the activation (|v| <= 127: 2 * 127 * 127 < 2^15).
  *
  * Numerics against ref.c (tests/test_kernels.c):
  *   - the super-block types (Q2_K .. Q6_K, IQ4_XS): exact integer
@@ -161,7 +161,7 @@ INLINE void rows32(inf_dtype type, const inf_weight *w, const inf_act *a, int t0
  * values when `sgn`), each with its scales as int16 lanes against
  * VPMADDUBSW's pairs (two 16-groups per operand: lanes 0-7 and 8-15), and
  * the bias / min terms as quant_avx512.c. A scaled pair sum is then one
- * VPMADDWD: |pair| <= 2 * 127 * 127 and |scale| <= 63 fit its int32. */
+ * VPMADDWD: |pair| <= 2 * 127 * 127 and |scale| <= 128 fit its int32. */
 typedef struct kblock {
     __m256i u[8], sc[8];
     __m256i bias16, min16;
