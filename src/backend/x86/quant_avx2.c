@@ -297,50 +297,38 @@ INLINE void hsum2_i32_8(__m256i a, __m256i b, int32_t *sa, int32_t *sb) {
     *sb = _mm_extract_epi32(s, 1);
 }
 
-INLINE void rows256(inf_dtype type, const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0,
-                    int64_t r1, float *y, size_t ys) {
-    const int64_t nb = w->cols / INF_QK_K;
-    const size_t wb = inf_dtype_block_bytes(type);
-    const inf_block_q8_K *xa[MV_TOKENS];
-    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
-        xa[t] = (const inf_block_q8_K *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
-    for (int64_t r = r0; r < r1; r++) {
-        const char *wr = (const char *)w->data + (size_t)r * w->row_bytes;
-        float sum[MV_TOKENS];
-        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) sum[t] = 0.0f;
-        for (int64_t b = 0; b < nb; b++) {
-            const char *blk = wr + (size_t)b * wb;
-            prefetch_block(blk, (int)((wb + 63) / 64));
-            kblock k;
-            unpack_kblock(type, blk, &k);
-            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                const inf_block_q8_K *x = &xa[t][b];
-                __m256i acc = _mm256_setzero_si256();
-                _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
-                    const __m256i xq = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * j));
-                    const __m256i u = k.u[j];
-                    const __m256i p = k.sgn ? _mm256_maddubs_epi16(_mm256_sign_epi8(u, u), _mm256_sign_epi8(xq, u))
-                                            : _mm256_maddubs_epi16(u, xq);
-                    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, k.sc[j]));
-                }
-                /* the bias or the mins against the bsums, both reduced at once */
-                const __m256i bs = _mm256_loadu_si256((const __m256i *)x->bsums);
-                const __m256i other = k.bias_mul ? _mm256_madd_epi16(bs, k.bias16)
-                                      : k.has_min ? _mm256_madd_epi16(bs, k.min16) : _mm256_setzero_si256();
-                int32_t isum, iother;
-                hsum2_i32_8(acc, other, &isum, &iother);
-                if (k.bias_mul) isum -= k.bias_mul * iother;
-                const int32_t imin = k.has_min ? iother : 0;
-                sum[t] += (k.d * x->d) * (float)isum - (k.dmin * x->d) * (float)imin; /* as ref.c */
-            }
+/* Super-block b of a row (blk) times NT tokens, into sum[t]: the block
+ * unpacked whole (Q2_K, Q3_K, IQ4_XS). */
+INLINE void kblock_tokens(inf_dtype type, const char *blk, const inf_block_q8_K *const *xa, int64_t b, const int NT,
+                          float *sum) {
+    kblock k;
+    unpack_kblock(type, blk, &k);
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+        const inf_block_q8_K *x = &xa[t][b];
+        __m256i acc = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+            const __m256i xq = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * j));
+            const __m256i u = k.u[j];
+            const __m256i p = k.sgn ? _mm256_maddubs_epi16(_mm256_sign_epi8(u, u), _mm256_sign_epi8(xq, u))
+                                    : _mm256_maddubs_epi16(u, xq);
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, k.sc[j]));
         }
-        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ys + (size_t)r] = sum[t];
+        /* the bias or the mins against the bsums, both reduced at once */
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)x->bsums);
+        const __m256i other = k.bias_mul ? _mm256_madd_epi16(bs, k.bias16)
+                              : k.has_min ? _mm256_madd_epi16(bs, k.min16) : _mm256_setzero_si256();
+        int32_t isum, iother;
+        hsum2_i32_8(acc, other, &isum, &iother);
+        if (k.bias_mul) isum -= k.bias_mul * iother;
+        const int32_t imin = k.has_min ? iother : 0;
+        sum[t] += (k.d * x->d) * (float)isum - (k.dmin * x->d) * (float)imin; /* as ref.c */
     }
 }
 
-/* Q4_K, Q5_K and Q6_K, the super-blocks of the common files, as rows256
- * (the same integers, so the same bits) but each operand unpacked just
- * before the tokens use it, with no unpacked block kept (which spills). */
+/* Q4_K, Q5_K and Q6_K, the super-blocks of the common files: the same
+ * integers as kblock_tokens (so the same bits), but each operand unpacked
+ * just before the tokens use it, with no unpacked block kept (which
+ * spills). */
 
 /* Operand j (elements 32j ..) of a Q4_K / Q5_K super-block: its codes. */
 INLINE __m256i q45k_operand(const uint8_t *qs, const uint8_t *qh, const bool five, int j) {
@@ -377,11 +365,58 @@ INLINE __m256i q6k_operand_scales(__m256i s16, int j) {
     return _mm256_shuffle_epi8(half, pick);
 }
 
-INLINE void rows_k456(inf_dtype type, const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0,
-                      int64_t r1, float *y, size_t ys) {
+/* kblock_tokens for Q4_K, Q5_K and Q6_K. */
+INLINE void k456_tokens(inf_dtype type, const char *blk, const inf_block_q8_K *const *xa, int64_t b, const int NT,
+                        float *sum) {
+    const bool six = type == INF_DTYPE_Q6_K, five = type == INF_DTYPE_Q5_K;
+    const inf_block_q4_K *x4 = (const inf_block_q4_K *)blk;
+    const inf_block_q5_K *x5 = (const inf_block_q5_K *)blk;
+    const inf_block_q6_K *x6 = (const inf_block_q6_K *)blk;
+    /* sc16: the scales as int16 lanes (Q4_K, Q5_K: scales 0-7 in both
+     * halves); other16: against the bsums, the mins (each twice: a
+     * sub-block is two 16-groups) or Q6_K's scales (its bias) */
+    __m256i sc16, other16;
+    float d, dmin = 0.0f;
+    if (six) {
+        sc16 = other16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x6->scales));
+        d = f16c_to_f32(x6->d);
+    } else {
+        uint8_t sm[16]; /* 8 scales, then 8 mins */
+        inf_q4k_scales_mins(five ? x5->scales : x4->scales, sm);
+        const __m128i smv = _mm_loadu_si128((const __m128i *)sm), mins = _mm_srli_si128(smv, 8);
+        sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(smv));
+        other16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins));
+        d = f16c_to_f32(five ? x5->d : x4->d);
+        dmin = f16c_to_f32(five ? x5->dmin : x4->dmin);
+    }
+    __m256i acc[MV_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_si256();
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+        const __m256i u = six ? q6k_operand(x6, j) : q45k_operand(five ? x5->qs : x4->qs, x5->qh, five, j);
+        const __m256i sc = six ? q6k_operand_scales(sc16, j) : bcast_i16(sc16, j);
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+            const __m256i xq = _mm256_loadu_si256((const __m256i *)(xa[t][b].qs + 32 * j));
+            acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(_mm256_maddubs_epi16(u, xq), sc));
+        }
+    }
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+        const inf_block_q8_K *x = &xa[t][b];
+        const __m256i other = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), other16);
+        int32_t isum, iother;
+        hsum2_i32_8(acc[t], other, &isum, &iother);
+        if (six) isum -= 32 * iother;
+        const int32_t imin = six ? 0 : iother;
+        sum[t] += (d * x->d) * (float)isum - (dmin * x->d) * (float)imin; /* as ref.c */
+    }
+}
+
+/* Rows [r0, r1) times tokens [t0, t0 + NT) of a super-block type, each
+ * row's super-blocks in order, every token's sum in ref.c's order. */
+INLINE void rows256(inf_dtype type, const inf_weight *w, const inf_act *a, int t0, const int NT, int64_t r0,
+                    int64_t r1, float *y, size_t ys) {
     const int64_t nb = w->cols / INF_QK_K;
     const size_t wb = inf_dtype_block_bytes(type);
-    const bool six = type == INF_DTYPE_Q6_K, five = type == INF_DTYPE_Q5_K;
+    const bool k456 = type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K || type == INF_DTYPE_Q6_K;
     const inf_block_q8_K *xa[MV_TOKENS];
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
         xa[t] = (const inf_block_q8_K *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
@@ -392,45 +427,8 @@ INLINE void rows_k456(inf_dtype type, const inf_weight *w, const inf_act *a, int
         for (int64_t b = 0; b < nb; b++) {
             const char *blk = wr + (size_t)b * wb;
             prefetch_block(blk, (int)((wb + 63) / 64));
-            const inf_block_q4_K *x4 = (const inf_block_q4_K *)blk;
-            const inf_block_q5_K *x5 = (const inf_block_q5_K *)blk;
-            const inf_block_q6_K *x6 = (const inf_block_q6_K *)blk;
-            /* sc16: the scales as int16 lanes (Q4_K, Q5_K: scales 0-7 in both
-             * halves); other16: against the bsums, the mins (each twice: a
-             * sub-block is two 16-groups) or Q6_K's scales (its bias) */
-            __m256i sc16, other16;
-            float d, dmin = 0.0f;
-            if (six) {
-                sc16 = other16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x6->scales));
-                d = f16c_to_f32(x6->d);
-            } else {
-                uint8_t sm[16]; /* 8 scales, then 8 mins */
-                inf_q4k_scales_mins(five ? x5->scales : x4->scales, sm);
-                const __m128i smv = _mm_loadu_si128((const __m128i *)sm), mins = _mm_srli_si128(smv, 8);
-                sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(smv));
-                other16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins));
-                d = f16c_to_f32(five ? x5->d : x4->d);
-                dmin = f16c_to_f32(five ? x5->dmin : x4->dmin);
-            }
-            __m256i acc[MV_TOKENS];
-            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_si256();
-            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
-                const __m256i u = six ? q6k_operand(x6, j) : q45k_operand(five ? x5->qs : x4->qs, x5->qh, five, j);
-                const __m256i sc = six ? q6k_operand_scales(sc16, j) : bcast_i16(sc16, j);
-                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                    const __m256i xq = _mm256_loadu_si256((const __m256i *)(xa[t][b].qs + 32 * j));
-                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(_mm256_maddubs_epi16(u, xq), sc));
-                }
-            }
-            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                const inf_block_q8_K *x = &xa[t][b];
-                const __m256i other = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x->bsums), other16);
-                int32_t isum, iother;
-                hsum2_i32_8(acc[t], other, &isum, &iother);
-                if (six) isum -= 32 * iother;
-                const int32_t imin = six ? 0 : iother;
-                sum[t] += (d * x->d) * (float)isum - (dmin * x->d) * (float)imin; /* as ref.c */
-            }
+            if (k456) k456_tokens(type, blk, xa, b, NT, sum);
+            else kblock_tokens(type, blk, xa, b, NT, sum);
         }
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) y[(size_t)(t0 + t) * ys + (size_t)r] = sum[t];
     }
@@ -463,9 +461,9 @@ TYPE_KERNEL(mv_q5_1, rows32, INF_DTYPE_Q5_1)
 TYPE_KERNEL(mv_iq4_nl, rows32, INF_DTYPE_IQ4_NL)
 TYPE_KERNEL(mv_q2_k, rows256, INF_DTYPE_Q2_K)
 TYPE_KERNEL(mv_q3_k, rows256, INF_DTYPE_Q3_K)
-TYPE_KERNEL(mv_q4_k, rows_k456, INF_DTYPE_Q4_K)
-TYPE_KERNEL(mv_q5_k, rows_k456, INF_DTYPE_Q5_K)
-TYPE_KERNEL(mv_q6_k, rows_k456, INF_DTYPE_Q6_K)
+TYPE_KERNEL(mv_q4_k, rows256, INF_DTYPE_Q4_K)
+TYPE_KERNEL(mv_q5_k, rows256, INF_DTYPE_Q5_K)
+TYPE_KERNEL(mv_q6_k, rows256, INF_DTYPE_Q6_K)
 TYPE_KERNEL(mv_iq4_xs, rows256, INF_DTYPE_IQ4_XS)
 
 void inf_avx2_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
