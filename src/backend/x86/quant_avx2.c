@@ -179,8 +179,48 @@ INLINE __m256i bcast_i16(__m256i v, int j) {
     return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j)));
 }
 
+/* Operands of Q4_K, Q5_K and Q6_K, the super-blocks of the common files,
+ * one at a time: the matvec (k456_tokens) unpacks each just before the
+ * tokens use it, with no unpacked block kept (which spills); unpack_kblock
+ * takes all 8 for the gemm's pack. */
+
+/* Operand j (elements 32j ..) of a Q4_K / Q5_K super-block: its codes. */
+INLINE __m256i q45k_operand(const uint8_t *qs, const uint8_t *qh, const bool five, int j) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * (j / 2)));
+    __m256i u = j % 2 ? _mm256_and_si256(_mm256_srli_epi16(q, 4), m4) : _mm256_and_si256(q, m4);
+    if (five) {
+        const __m256i h = _mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)qh), j);
+        u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(1)), 4));
+    }
+    return u;
+}
+
+/* Operand j (elements 128 (j / 4) + 32 (j % 4) ..) of a Q6_K super-block:
+ * its 6-bit codes (value + 32). */
+INLINE __m256i q6k_operand(const inf_block_q6_K *x, int j) {
+    const int h = j / 4, part = j % 4;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    const __m256i ql = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32 * (part & 1)));
+    const __m256i lo = part < 2 ? _mm256_and_si256(ql, m4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4);
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+    return _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * part), m2), 4));
+}
+
+/* From s16, the 16 scales of a Q6_K super-block as int16 lanes, operand
+ * j's: scale 2j in lanes 0-7, 2j + 1 in lanes 8-15. */
+INLINE __m256i q6k_operand_scales(__m256i s16, int j) {
+    /* (immediates in both arms: -O1 does not fold j) */
+    const __m256i half = j < 4 ? _mm256_permute2x128_si256(s16, s16, 0x00) : _mm256_permute2x128_si256(s16, s16, 0x11);
+    const int i = 2 * (j % 4);
+    const __m128i lo = _mm_set1_epi16((short)(0x0100 * (2 * i + 1) + 2 * i));
+    const __m128i hi = _mm_set1_epi16((short)(0x0100 * (2 * i + 3) + 2 * i + 2));
+    const __m256i pick = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    return _mm256_shuffle_epi8(half, pick);
+}
+
 INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
-    const __m256i m2 = _mm256_set1_epi8(0x03), m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i m2 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
     k->has_min = false;
     k->sgn = false;
     k->bias_mul = 0;
@@ -192,23 +232,13 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
         const bool five = type == INF_DTYPE_Q5_K;
         const inf_block_q4_K *x4 = (const inf_block_q4_K *)blk;
         const inf_block_q5_K *x5 = (const inf_block_q5_K *)blk;
-        const uint8_t *qs = five ? x5->qs : x4->qs;
         uint8_t sm[16]; /* 8 scales, then 8 mins */
         inf_q4k_scales_mins(five ? x5->scales : x4->scales, sm);
         const __m128i smv = _mm_loadu_si128((const __m128i *)sm);
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(smv)); /* scales 0-7 in both halves */
-        const __m256i h = five ? _mm256_loadu_si256((const __m256i *)x5->qh) : _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
-            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            if (five) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j), one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * j + 1), one), 4));
-            }
-            k->u[2 * j] = lo;
-            k->u[2 * j + 1] = hi;
-            k->sc[2 * j] = bcast_i16(sc16, 2 * j);
-            k->sc[2 * j + 1] = bcast_i16(sc16, 2 * j + 1);
+        for (int j = 0; j < 8; j++) {
+            k->u[j] = q45k_operand(five ? x5->qs : x4->qs, x5->qh, five, j);
+            k->sc[j] = bcast_i16(sc16, j);
         }
         const __m128i mb = _mm_srli_si128(smv, 8);
         k->min16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));
@@ -219,20 +249,12 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
     }
     case INF_DTYPE_Q6_K: {
         const inf_block_q6_K *x = (const inf_block_q6_K *)blk;
-        for (int h = 0; h < 2; h++) {
-            const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h));
-            const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32));
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
-            /* elements 128h + 32 part + l: part 0, 1 low nibbles of ql0, ql1; 2, 3 high ones */
-            const __m256i lo[4] = {_mm256_and_si256(ql0, m4), _mm256_and_si256(ql1, m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4)};
-            for (int part = 0; part < 4; part++)
-                k->u[4 * h + part] = _mm256_or_si256(
-                    lo[part], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * part), m2), 4));
+        const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+        for (int j = 0; j < 8; j++) {
+            k->u[j] = q6k_operand(x, j);
+            k->sc[j] = q6k_operand_scales(s16, j);
         }
-        for (int i = 0; i < 8; i++) k->sc[i] = lane_scales(x->scales[2 * i], x->scales[2 * i + 1]);
-        k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+        k->bias16 = s16;
         k->bias_mul = 32;
         k->d = f16c_to_f32(x->d);
         break;
@@ -323,46 +345,6 @@ INLINE void kblock_tokens(inf_dtype type, const char *blk, const inf_block_q8_K 
         const int32_t imin = k.has_min ? iother : 0;
         sum[t] += (k.d * x->d) * (float)isum - (k.dmin * x->d) * (float)imin; /* as ref.c */
     }
-}
-
-/* Q4_K, Q5_K and Q6_K, the super-blocks of the common files: the same
- * integers as kblock_tokens (so the same bits), but each operand unpacked
- * just before the tokens use it, with no unpacked block kept (which
- * spills). */
-
-/* Operand j (elements 32j ..) of a Q4_K / Q5_K super-block: its codes. */
-INLINE __m256i q45k_operand(const uint8_t *qs, const uint8_t *qh, const bool five, int j) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * (j / 2)));
-    __m256i u = j % 2 ? _mm256_and_si256(_mm256_srli_epi16(q, 4), m4) : _mm256_and_si256(q, m4);
-    if (five) {
-        const __m256i h = _mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)qh), j);
-        u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(1)), 4));
-    }
-    return u;
-}
-
-/* Operand j (elements 128 (j / 4) + 32 (j % 4) ..) of a Q6_K super-block:
- * its 6-bit codes (value + 32). */
-INLINE __m256i q6k_operand(const inf_block_q6_K *x, int j) {
-    const int h = j / 4, part = j % 4;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
-    const __m256i ql = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32 * (part & 1)));
-    const __m256i lo = part < 2 ? _mm256_and_si256(ql, m4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4);
-    const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
-    return _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * part), m2), 4));
-}
-
-/* From s16, the 16 scales of a Q6_K super-block as int16 lanes, operand
- * j's: scale 2j in lanes 0-7, 2j + 1 in lanes 8-15. */
-INLINE __m256i q6k_operand_scales(__m256i s16, int j) {
-    /* (immediates in both arms: -O1 does not fold j) */
-    const __m256i half = j < 4 ? _mm256_permute2x128_si256(s16, s16, 0x00) : _mm256_permute2x128_si256(s16, s16, 0x11);
-    const int i = 2 * (j % 4);
-    const __m128i lo = _mm_set1_epi16((short)(0x0100 * (2 * i + 1) + 2 * i));
-    const __m128i hi = _mm_set1_epi16((short)(0x0100 * (2 * i + 3) + 2 * i + 2));
-    const __m256i pick = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-    return _mm256_shuffle_epi8(half, pick);
 }
 
 /* kblock_tokens for Q4_K, Q5_K and Q6_K. */
