@@ -316,7 +316,54 @@ INLINE void bf16_row_aligned(const uint16_t *wr, int64_t cols, const uint16_t *c
     }
 }
 
-/* The same sums for a row that starts o lanes (4·o bytes, 0 < o < 16)
+/* One aligned load of bf16_row_rotated, masked: elements em of the load,
+ * lanes lm of acc updated (not _mm512_mask_dpbf16_ps: gcc 12 loads its
+ * mask with KMOVB, 8 lanes of 16). */
+INLINE void bf16_rotated_edge(const uint16_t *wl, const uint16_t *const *xa, int64_t e0, __mmask32 em, __mmask16 lm,
+                              const int NT, __m512 *acc) {
+    const __m512bh w = (__m512bh)_mm512_maskz_loadu_epi16(em, wl);
+    _Pragma("GCC unroll 4")
+    for (int t = 0; t < NT; t++) {
+        /* (an address, not a pointer, before the row: masked, never read) */
+        const __m512bh x = (__m512bh)_mm512_maskz_loadu_epi16(em, (const void *)((uintptr_t)xa[t] + 2 * e0));
+        acc[t] = _mm512_mask_mov_ps(acc[t], lm, _mm512_dpbf16_ps(acc[t], w, x));
+    }
+}
+
+/* How bf16_row_rotated reads a row that starts o lanes (4·o bytes,
+ * 0 < o < 16) past a 64-byte boundary: n_loads aligned loads, of which
+ * 1 .. whole-1 lie inside the row and the others (load 0 and up to two at
+ * the end) are masked, elements em[i] and lanes lm[i] of load edge[i].
+ * Rows of one weight share it when row_bytes is a multiple of 64. */
+typedef struct bf16_rotation {
+    int o;
+    int64_t whole;
+    int n_edges;
+    int64_t edge[3];
+    __mmask32 em[3];
+    __mmask16 lm[3];
+} bf16_rotation;
+
+static bf16_rotation bf16_rotation_for(int64_t cols, int o) {
+    bf16_rotation r = {.o = o};
+    const int64_t lanes_used = 16 * ((cols + 31) / 32); /* lanes (pairs) of the vectors bf16_row_aligned takes */
+    const int64_t n_loads = (lanes_used + o + 15) / 16;
+    /* load j is whole when 32 j - 2 o + 32 <= cols */
+    r.whole = INF_MAX(1, INF_MIN(n_loads, (cols + 2 * o) / 32));
+    r.edge[r.n_edges++] = 0;
+    for (int64_t j = r.whole; j < n_loads; j++) r.edge[r.n_edges++] = j;
+    for (int i = 0; i < r.n_edges; i++) {
+        const int64_t first = 16 * r.edge[i] - o; /* the lane pair held by lane 0 */
+        const int64_t e0 = 2 * first;             /* its first element */
+        const int64_t lo = e0 < 0 ? -e0 : 0, hi = INF_MIN(32, cols - e0);
+        r.em[i] = hi > lo ? (__mmask32)(((hi >= 32 ? ~0ull : (1ull << hi) - 1)) & ~((1ull << lo) - 1)) : 0;
+        const int64_t llo = first < 0 ? -first : 0, lhi = INF_MIN(16, lanes_used - first);
+        r.lm[i] = lhi > llo ? (__mmask16)(((lhi >= 16 ? 0xffffu : (1u << lhi) - 1)) & ~((1u << llo) - 1)) : 0;
+    }
+    return r;
+}
+
+/* The same sums as bf16_row_aligned for a row that starts rot->o lanes
  * past a 64-byte boundary, as every row of a safetensors file whose data
  * begins so (its tensors are aligned to 8 bytes only): aligned loads
  * instead of loads that each span two cache lines (14% of the 4B
@@ -328,36 +375,36 @@ INLINE void bf16_row_aligned(const uint16_t *wr, int64_t cols, const uint16_t *c
  * as bf16_row_aligned. A lane is updated iff bf16_row_aligned updates it
  * (every lane of the vectors it takes, zeros past the end), so even the
  * sign of a zero sum agrees; activations are read at the same offsets
- * (masked where they would start before the row). */
-INLINE void bf16_row_rotated(const uint16_t *wr, int64_t cols, int o, const uint16_t *const *xa, const int NT,
+ * (masked where they would start before the row). The whole loads go
+ * two a pass, so that T and U stay in registers. */
+INLINE void bf16_row_rotated(const uint16_t *wr, const bf16_rotation *rot, const uint16_t *const *xa, const int NT,
                              __m512 *acc0, __m512 *acc1) {
+    const int o = rot->o;
     const uint16_t *base = (const uint16_t *)((uintptr_t)wr - 4 * (uintptr_t)o); /* 64-byte aligned */
-    const int64_t lanes_used = 16 * ((cols + 31) / 32); /* lanes (pairs) of the vectors bf16_row_aligned takes */
-    const int64_t n_loads = (lanes_used + o + 15) / 16;
     __m512 T[MV_TOKENS], U[MV_TOKENS];
     _Pragma("GCC unroll 4")
     for (int t = 0; t < NT; t++) T[t] = U[t] = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n_loads; j++) {
-        const int64_t first = 16 * j - o; /* the lane pair held by lane 0 */
-        const int64_t e0 = 2 * first;     /* its first element */
-        __mmask32 em = 0xffffffffu;       /* elements inside [0, cols) */
-        __mmask16 lm = 0xffff;            /* lanes inside [0, lanes_used) */
-        if (e0 < 0 || e0 + 32 > cols) {
-            const int64_t lo = e0 < 0 ? -e0 : 0, hi = INF_MIN(32, cols - e0);
-            em = hi > lo ? (__mmask32)(((hi >= 32 ? ~0ull : (1ull << hi) - 1)) & ~((1ull << lo) - 1)) : 0;
-            const int64_t llo = first < 0 ? -first : 0, lhi = INF_MIN(16, lanes_used - first);
-            lm = lhi > llo ? (__mmask16)(((lhi >= 16 ? 0xffffu : (1u << lhi) - 1)) & ~((1u << llo) - 1)) : 0;
-        }
-        const __m512bh w = (__m512bh)_mm512_maskz_loadu_epi16(em, base + 32 * j);
+    bf16_rotated_edge(base, xa, -2 * o, rot->em[0], rot->lm[0], NT, T);
+    int64_t j = 1;
+    for (; j + 1 < rot->whole; j += 2) { /* j odd: U, then T */
+        const int64_t e0 = 32 * j - 2 * o;
+        const __m512bh w0 = (__m512bh)_mm512_load_si512(base + 32 * j);
         _Pragma("GCC unroll 4")
-        for (int t = 0; t < NT; t++) {
-            /* (an address, not a pointer, before the row: masked, never read) */
-            const __m512bh x = (__m512bh)_mm512_maskz_loadu_epi16(em, (const void *)((uintptr_t)xa[t] + 2 * e0));
-            /* (not _mm512_mask_dpbf16_ps: gcc 12 loads its mask with KMOVB,
-             * 8 lanes of 16) */
-            __m512 *acc = j & 1 ? &U[t] : &T[t];
-            *acc = _mm512_mask_mov_ps(*acc, lm, _mm512_dpbf16_ps(*acc, w, x));
-        }
+        for (int t = 0; t < NT; t++) U[t] = _mm512_dpbf16_ps(U[t], w0, (__m512bh)_mm512_loadu_si512(xa[t] + e0));
+        const __m512bh w1 = (__m512bh)_mm512_load_si512(base + 32 * j + 32);
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++) T[t] = _mm512_dpbf16_ps(T[t], w1, (__m512bh)_mm512_loadu_si512(xa[t] + e0 + 32));
+    }
+    if (j < rot->whole) {
+        const __m512bh w0 = (__m512bh)_mm512_load_si512(base + 32 * j);
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < NT; t++)
+            U[t] = _mm512_dpbf16_ps(U[t], w0, (__m512bh)_mm512_loadu_si512(xa[t] + 32 * j - 2 * o));
+    }
+    for (int i = 1; i < rot->n_edges; i++) {
+        const int64_t e = rot->edge[i];
+        if (e & 1) bf16_rotated_edge(base + 32 * e, xa, 32 * e - 2 * o, rot->em[i], rot->lm[i], NT, U);
+        else bf16_rotated_edge(base + 32 * e, xa, 32 * e - 2 * o, rot->em[i], rot->lm[i], NT, T);
     }
     const __m512i idx = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                          _mm512_set1_epi32(o));
@@ -377,14 +424,19 @@ INLINE void bf16_matvec_nt(const inf_weight *w, const inf_act *a, int t0, const 
     const uint16_t *xa[MV_TOKENS];
     _Pragma("GCC unroll 4")
     for (int t = 0; t < NT; t++) xa[t] = (const uint16_t *)((const char *)a->data + (size_t)(t0 + t) * a->stride);
+    bf16_rotation rot = {.o = 0}; /* the last row's, when it was misaligned */
     for (int64_t r = r0; r < r1; r++) {
         const uint16_t *wr = (const uint16_t *)((const char *)w->data + (size_t)r * w->row_bytes);
         __m512 acc0[MV_TOKENS], acc1[MV_TOKENS];
         _Pragma("GCC unroll 4")
         for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = _mm512_setzero_ps();
         const unsigned misaligned = (unsigned)((uintptr_t)wr & 63);
-        if (misaligned && misaligned % 4 == 0) bf16_row_rotated(wr, cols, (int)(misaligned / 4), xa, NT, acc0, acc1);
-        else bf16_row_aligned(wr, cols, xa, NT, acc0, acc1);
+        if (misaligned && misaligned % 4 == 0) {
+            if ((int)(misaligned / 4) != rot.o) rot = bf16_rotation_for(cols, (int)(misaligned / 4));
+            bf16_row_rotated(wr, &rot, xa, NT, acc0, acc1);
+        } else {
+            bf16_row_aligned(wr, cols, xa, NT, acc0, acc1);
+        }
         _Pragma("GCC unroll 4")
         for (int t = 0; t < NT; t++)
             y[(size_t)(t0 + t) * y_stride + (size_t)r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
