@@ -9,6 +9,16 @@
 # bounded number of inputs (scripts/fuzz.sh --runs). Ends with each step's
 # wall and CPU time and the combined "N passed, N failed" line.
 #
+# Two lanes: the gcc builds (plain, then sanitizers) run in this process;
+# the other steps (tsan, clang, arm64, fuzz) run at the same time in a
+# second process at nice 10, which takes the cores the first lane leaves
+# idle (its single-threaded test runs, serve.sh's waits, the builds' last
+# links) and gives way elsewhere. Its output is printed after the first
+# lane's, so the log reads as if the steps ran in turn.
+#
+#   sh scripts/check.sh [--steps "STEP..."]   STEP: plain san tsan clang arm64 fuzz
+#   (--steps runs only those, in order, in this process: one lane)
+#
 # Knobs: JOBS (parallel compiles; all cores), TSAN_TESTS, CLANG_TESTS,
 # FUZZ_RUNS and FUZZ_SECONDS (inputs and seconds at most per fuzz target).
 set -u
@@ -23,7 +33,24 @@ pass=0
 fail=0
 times=""
 log=$(mktemp)
-trap 'rm -f "$log" "$log".*' EXIT
+lane2_pid=""
+trap '[ -n "$lane2_pid" ] && kill "$lane2_pid" 2>/dev/null; rm -f "$log" "$log".*' EXIT
+trap 'exit 130' INT TERM
+start_all=$(date +%s)
+steps=""
+case "${1:-}" in
+    --steps) steps=$2 ;;
+    "") ;;
+    *) echo "check.sh: unknown argument '$1' (usage: sh scripts/check.sh [--steps \"STEP...\"])" >&2; exit 2 ;;
+esac
+lane2=""
+if [ -z "$steps" ]; then # both lanes: the second in the background
+    steps="plain san"
+    lane2="$log.lane2"
+    nice -n 10 sh "$0" --steps "tsan clang arm64 fuzz" >"$lane2" 2>&1 &
+    lane2_pid=$!
+fi
+wants() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # Adds the "N passed, N failed" of line $1 to the totals; a line without
 # it (a program that crashed) counts as one failure.
@@ -73,6 +100,7 @@ step_end() {
 }
 
 for variant in plain san; do
+    wants $variant || continue
     # the sanitizer build's golden_isa.sh runs no x86 ISA (only checks that
     # an unsupported one is refused): test_golden itself runs the default
     # ISA there, and test_kernels every ISA's kernels at ragged sizes; the
@@ -89,42 +117,67 @@ for variant in plain san; do
 done
 
 # The thread pool (and the threaded kernels that use it) under ThreadSanitizer.
-step_start "tsan build (build-tsan)"
-for t in $TSAN_TESTS; do
-    if build "$t (tsan)" TSAN=1 "build-tsan/tests/$t"; then
-        line=$(TSAN_OPTIONS=halt_on_error=1 "build-tsan/tests/$t" 2>&1 | tail -n 1)
-        echo "$t (tsan): $line"
-        add_totals "$line"
-    fi
-done
-step_end
+if wants tsan; then
+    step_start "tsan build (build-tsan)"
+    for t in $TSAN_TESTS; do
+        if build "$t (tsan)" TSAN=1 "build-tsan/tests/$t"; then
+            line=$(TSAN_OPTIONS=halt_on_error=1 "build-tsan/tests/$t" 2>&1 | tail -n 1)
+            echo "$t (tsan): $line"
+            add_totals "$line"
+        fi
+    done
+    step_end
+fi
 
 # A second compiler: clang builds the library, the CLI and every test with
 # -Werror; the kernel-level tests hold its code to the scalar reference.
-step_start "clang build (build-clang)"
-if ! command -v clang >/dev/null 2>&1; then
-    echo "clang not found (sh scripts/install-deps.sh installs it)"
-    fail=$((fail + 1))
-elif build clang CC=clang BUILD=build-clang tests; then
-    for t in $CLANG_TESTS; do
-        line=$("build-clang/tests/$t" 2>&1 | tee "$log" | tail -n 1)
-        echo "$t (clang): $line"
-        case "$line" in *" 0 failed") ;; *) grep '^FAIL' "$log" | head -n 20 ;; esac
-        add_totals "$line"
-    done
+if wants clang; then
+    step_start "clang build (build-clang)"
+    if ! command -v clang >/dev/null 2>&1; then
+        echo "clang not found (sh scripts/install-deps.sh installs it)"
+        fail=$((fail + 1))
+    elif build clang CC=clang BUILD=build-clang tests; then
+        for t in $CLANG_TESTS; do
+            line=$("build-clang/tests/$t" 2>&1 | tee "$log" | tail -n 1)
+            echo "$t (clang): $line"
+            case "$line" in *" 0 failed") ;; *) grep '^FAIL' "$log" | head -n 20 ;; esac
+            add_totals "$line"
+        done
+    fi
+    step_end
 fi
-step_end
 
 # The NEON kernels: an arm64 cross build under qemu-aarch64.
-step_start "arm64 build (build-arm64, qemu)"
-counted env JOBS="$JOBS" sh scripts/check-arm64.sh
-step_end
+if wants arm64; then
+    step_start "arm64 build (build-arm64, qemu)"
+    counted env JOBS="$JOBS" sh scripts/check-arm64.sh
+    step_end
+fi
 
 # Every fuzz target, briefly: its seeds, then FUZZ_RUNS generated inputs.
-step_start "fuzz targets (build-fuzz, $FUZZ_RUNS runs)"
-counted env JOBS="$JOBS" sh scripts/fuzz.sh --runs "$FUZZ_RUNS" "$FUZZ_SECONDS"
-step_end
+if wants fuzz; then
+    step_start "fuzz targets (build-fuzz, $FUZZ_RUNS runs)"
+    counted env JOBS="$JOBS" sh scripts/fuzz.sh --runs "$FUZZ_RUNS" "$FUZZ_SECONDS"
+    step_end
+fi
 
+# The second lane's log, then its step times and totals (its last lines:
+# the times, then "N passed, N failed") with this lane's.
+if [ -n "$lane2" ]; then
+    wait "$lane2_pid"
+    lane2_pid=""
+    echo "== second lane (nice 10, beside the steps above)"
+    n=$(grep -n -m 1 -E '^(tsan|clang|arm64|fuzz) .*s of CPU\)$' "$lane2" | cut -d: -f1)
+    if [ -n "$n" ]; then
+        head -n $((n - 1)) "$lane2"
+        times="$times$(tail -n +"$n" "$lane2" | grep -E 's of CPU\)$')
+"
+    else
+        cat "$lane2"
+    fi
+    add_totals "$(tail -n 1 "$lane2")"
+fi
 printf '%s' "$times"
+[ -n "$lane2" ] && printf '%-40s %4ss\n' "all (both lanes)" $(($(date +%s) - start_all))
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
