@@ -25,6 +25,7 @@
  *   - Q4_1, Q5_1: llama.cpp's x86 summation order (rows_q81): within the
  *     matvec budget.
  */
+#include "backend/x86/vec_avx2.h"
 #include "backend/x86/vec_avx512.h"
 #include "backend/x86/x86_kernels.h"
 
@@ -177,8 +178,8 @@ INLINE void rows32(inf_dtype type, const inf_weight *w, const inf_act *a, int t0
             const __m512 dw = two_f16(f16_at(w0), has2 ? f16_at(w1) : 0);
             float m0 = 0.0f, m1 = 0.0f;
             if (q8_1) {
-                m0 = inf_f16_to_f32(f16_at(w0 + 2));
-                m1 = has2 ? inf_f16_to_f32(f16_at(w1 + 2)) : 0.0f;
+                m0 = f16c_to_f32(f16_at(w0 + 2));
+                m1 = has2 ? f16c_to_f32(f16_at(w1 + 2)) : 0.0f;
             }
             _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
                 const char *x0 = xa[t] + (size_t)b * xb, *x1 = x0 + xb;
@@ -190,8 +191,8 @@ INLINE void rows32(inf_dtype type, const inf_weight *w, const inf_act *a, int t0
                 const __m512 s = _mm512_mul_ps(dw, two_f16(f16_at(x0), has2 ? f16_at(x1) : 0));
                 acc[t][(b >> 1) & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc[t][(b >> 1) & 1]);
                 if (q8_1) {
-                    msum[t] += m0 * inf_f16_to_f32(f16_at(x0 + 2));
-                    if (has2) msum[t] += m1 * inf_f16_to_f32(f16_at(x1 + 2));
+                    msum[t] += m0 * f16c_to_f32(f16_at(x0 + 2));
+                    if (has2) msum[t] += m1 * f16c_to_f32(f16_at(x1 + 2));
                 }
             }
         }
@@ -246,12 +247,12 @@ INLINE void rows_q81(inf_dtype type, const inf_weight *w, const inf_act *a, int 
             const char *blk = wr + (size_t)b * wb;
             if ((b & 3) == 0) prefetch_block(blk, 2);
             const __m256i u = codes_q81(type, blk);
-            const float dw = inf_f16_to_f32(f16_at(blk)), mw = inf_f16_to_f32(f16_at(blk + 2));
+            const float dw = f16c_to_f32(f16_at(blk)), mw = f16c_to_f32(f16_at(blk + 2));
             _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
                 const inf_block_q8_1 *x = &xa[t][b];
-                summs[t] += mw * inf_f16_to_f32(x->s);
+                summs[t] += mw * f16c_to_f32(x->s);
                 const __m256i d = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, _mm256_loadu_si256((const __m256i *)x->qs));
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * inf_f16_to_f32(x->d)), _mm256_cvtepi32_ps(d), acc[t]);
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * f16c_to_f32(x->d)), _mm256_cvtepi32_ps(d), acc[t]);
             }
         }
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++)
@@ -318,8 +319,8 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
         }
         k->min16 = pairs16_u8(m);
         k->has_min = true;
-        k->d = inf_f16_to_f32(five ? x5->d : x4->d);
-        k->dmin = inf_f16_to_f32(five ? x5->dmin : x4->dmin);
+        k->d = f16c_to_f32(five ? x5->d : x4->d);
+        k->dmin = f16c_to_f32(five ? x5->dmin : x4->dmin);
         break;
     }
     case INF_DTYPE_Q6_K: {
@@ -338,7 +339,7 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
         group_scales(x->scales, k);
         k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
         k->bias_mul = 32;
-        k->d = inf_f16_to_f32(x->d);
+        k->d = f16c_to_f32(x->d);
         break;
     }
     case INF_DTYPE_Q2_K:
@@ -368,7 +369,7 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
             inf_q3k_scales(x3->scales, sc);
             k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
             k->bias_mul = 4;
-            k->d = inf_f16_to_f32(x3->d);
+            k->d = f16c_to_f32(x3->d);
         } else {
             uint8_t mn[16];
             for (int j = 0; j < 16; j++) {
@@ -377,8 +378,8 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
             }
             k->min16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn));
             k->has_min = true;
-            k->d = inf_f16_to_f32(x2->d);
-            k->dmin = inf_f16_to_f32(x2->dmin);
+            k->d = f16c_to_f32(x2->d);
+            k->dmin = f16c_to_f32(x2->dmin);
         }
         group_scales(sc, k);
         break;
@@ -400,7 +401,7 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
         k->bias16 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(b, b));
         k->bias_mul = 128;
         k->wide = true;
-        k->d = inf_f16_to_f32(x->d);
+        k->d = f16c_to_f32(x->d);
         break;
     }
     default: break;
@@ -1217,10 +1218,10 @@ INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t s
         const __m512 m = _mm512_load_ps((const float *)(pb + QB_M));
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
             const char *x = xa[t] + (size_t)b * xb;
-            const __m512 dx = _mm512_set1_ps(inf_f16_to_f32(f16_at(x)));
+            const __m512 dx = _mm512_set1_ps(f16c_to_f32(f16_at(x)));
             const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[t], corr)), _mm512_mul_ps(d, dx));
             if (Q81) /* (d_w * d_x) * isum + m_w * s_x, as ref.c */
-                sum[t] = _mm512_add_ps(sum[t], _mm512_add_ps(p, _mm512_mul_ps(m, _mm512_set1_ps(inf_f16_to_f32(f16_at(x + 2))))));
+                sum[t] = _mm512_add_ps(sum[t], _mm512_add_ps(p, _mm512_mul_ps(m, _mm512_set1_ps(f16c_to_f32(f16_at(x + 2))))));
             else
                 sum[t] = _mm512_add_ps(sum[t], p);
         }
