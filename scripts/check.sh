@@ -22,6 +22,7 @@
 # Knobs: JOBS (parallel compiles; all cores), TSAN_TESTS, CLANG_TESTS,
 # FUZZ_RUNS and FUZZ_SECONDS (inputs and seconds at most per fuzz target).
 set -u
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
@@ -47,7 +48,7 @@ lane2=""
 if [ -z "$steps" ]; then # both lanes: the second in the background
     steps="plain san"
     lane2="$log.lane2"
-    nice -n 10 sh "$0" --steps "tsan clang arm64 fuzz" >"$lane2" 2>&1 &
+    nice -n 10 sh "$self" --steps "tsan clang arm64 fuzz" >"$lane2" 2>&1 &
     lane2_pid=$!
 fi
 wants() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
