@@ -39,11 +39,15 @@ trap '[ -n "$lane2_pid" ] && kill "$lane2_pid" 2>/dev/null; rm -f "$log" "$log".
 trap 'exit 130' INT TERM
 start_all=$(date +%s)
 steps=""
+usage() { echo "check.sh: $1 (usage: sh scripts/check.sh [--steps \"STEP...\"], STEP: plain san tsan clang arm64 fuzz)" >&2; exit 2; }
 case "${1:-}" in
-    --steps) steps=$2 ;;
+    --steps) steps=${2:-}; [ -n "$steps" ] || usage "--steps needs a list of steps" ;;
     "") ;;
-    *) echo "check.sh: unknown argument '$1' (usage: sh scripts/check.sh [--steps \"STEP...\"])" >&2; exit 2 ;;
+    *) usage "unknown argument '$1'" ;;
 esac
+for name in $steps; do
+    case "$name" in plain|san|tsan|clang|arm64|fuzz) ;; *) usage "unknown step '$name'" ;; esac
+done
 lane2=""
 if [ -z "$steps" ]; then # both lanes: the second in the background
     steps="plain san"
