@@ -626,13 +626,29 @@ INLINE void qgemm32_tile(const char *pack, int64_t nb, const char *act, size_t s
         const char *pb = pack + (size_t)b * QB_BLOCK;
         __m256i acc[QG_TOKENS];
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_si256();
-        _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {
-            const __m256i wv = _mm256_load_si256((const __m256i *)(pb + q * 32));
-            const __m256i aw = SGN ? _mm256_sign_epi8(wv, wv) : wv;
-            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                const __m256i xq = bcast_quad(xa[t] + (size_t)b * xb + xq_at + 4 * q);
-                const __m256i p = SGN ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wv)) : _mm256_maddubs_epi16(xq, wv);
-                acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, ones));
+        if (SGN) {
+            _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {
+                const __m256i wv = _mm256_load_si256((const __m256i *)(pb + q * 32));
+                const __m256i aw = _mm256_sign_epi8(wv, wv);
+                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                    const __m256i xq = bcast_quad(xa[t] + (size_t)b * xb + xq_at + 4 * q);
+                    const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wv));
+                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, ones));
+                }
+            }
+        } else {
+            /* two quads' pair sums added in int16 before widening: each is
+             * at most 2 * 255 * 31 = 15810 in magnitude (Q5_1's codes reach
+             * 31), so two stay within int16 */
+            _Pragma("GCC unroll 4") for (int q = 0; q < 8; q += 2) {
+                const __m256i w0 = _mm256_load_si256((const __m256i *)(pb + q * 32));
+                const __m256i w1 = _mm256_load_si256((const __m256i *)(pb + q * 32 + 32));
+                _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                    const char *xq = xa[t] + (size_t)b * xb + xq_at + 4 * q;
+                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(bcast_quad(xq), w0),
+                                                       _mm256_maddubs_epi16(bcast_quad(xq + 4), w1));
+                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(p, ones));
+                }
             }
         }
         const __m256i corr = _mm256_load_si256((const __m256i *)(pb + QB_CORR));
