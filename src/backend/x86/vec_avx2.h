@@ -1,7 +1,8 @@
 /*
  * vec_avx2.h — small AVX2 helpers shared by the *_avx2.c kernels: a vector
- * expf, horizontal sums, tail masks and f16 scalars. Include only from
- * files built with the AVX2 flags.
+ * expf, horizontal sums, tail masks and f16 scalars (the f16 scalars by
+ * quant_avx512.c too). Include only from files built with the AVX2 flags
+ * (the AVX-512 files' flags include them).
  */
 #ifndef INF_VEC_AVX2_H
 #define INF_VEC_AVX2_H
