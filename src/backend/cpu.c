@@ -10,9 +10,10 @@
  * AT_HWCAP). The other architecture's tables are NULL, so its ISAs are
  * unsupported; "ref" runs everywhere.
  *
- * Splits: matmul by weight rows (decode: chunks sized to the thread count;
- * prefill: gemm row panels, each multiplied with every token; weights
- * packed at load: long ranges of 16-row groups for any token count), attention by
+ * Splits: matmul by weight rows (decode, and weights packed at load for
+ * any token count: one range per thread, claimed from the front and
+ * stolen from the back, run_ranges; prefill: gemm row panels, each
+ * multiplied with every token), attention by
  * KV head (decode) and by KV head x query block (prefill, largest tasks
  * first), element-wise ops by rows or chunks once they are large enough to
  * pay for a dispatch. An op an ISA lacks runs the reference op of ref.c on
@@ -164,6 +165,13 @@ typedef struct thread_tmp {
     size_t bytes;
 } thread_tmp;
 
+/* One thread's share of a product's rows, in grains: next << 32 | end.
+ * Its owner claims from the front, the others steal from the back, both
+ * by compare-and-swap; alone on its cache line. */
+typedef struct range_slot {
+    _Alignas(64) _Atomic uint64_t range;
+} range_slot;
+
 typedef struct cpu_backend {
     inf_ops ops; /* first: the `self` every op receives */
     const inf_ops *ref;
@@ -171,6 +179,7 @@ typedef struct cpu_backend {
     inf_pool *pool;
     int n_threads;
     thread_tmp *tmp; /* [n_threads] */
+    range_slot *slots; /* [n_threads] row ranges of the product running (run_ranges) */
     /* RoPE table of the last call: cos/sin [n_tok][2][head_dim/2] */
     float *rope_cs;     /* [rope_n_tok][head_dim]: cos, sin of each token's angles */
     int32_t *rope_pos;  /* [rope_n_tok] the positions it was computed for */
@@ -254,12 +263,10 @@ static void act_task(void *ctx, int task, int thread) {
                              (char *)j->scratch + (size_t)t * j->act.stride);
 }
 
-static void matvec_task(void *ctx, int task, int thread) {
+static void matvec_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     (void)thread;
     matmul_job *j = ctx;
-    int64_t r0, r1;
-    task_range(j->w->rows, j->tasks, task, 16, &r0, &r1);
-    if (r0 < r1) j->c->k->matvec(j->w, &j->act, r0, r1, j->y, (size_t)j->w->rows);
+    j->c->k->matvec(j->w, &j->act, r0, r1, j->y, (size_t)j->w->rows);
 }
 
 static void gemm_task(void *ctx, int task, int thread) {
@@ -269,14 +276,11 @@ static void gemm_task(void *ctx, int task, int thread) {
     j->c->k->gemm(j->w, &j->act, r0, r1, j->y, (size_t)j->w->rows, j->c->tmp[thread].p);
 }
 
-/* A weight packed at load: split as the decode matvec splits (long
- * contiguous row ranges, which the prefetchers stream), whole groups of
- * 16; the gemm walks a range a panel at a time. */
-static void packed_task(void *ctx, int task, int thread) {
+/* A weight packed at load: split as the decode matvec splits (run_ranges),
+ * whole groups of 16; the gemm walks a range a panel at a time. */
+static void packed_rows(void *ctx, int64_t r0, int64_t r1, int thread) {
     matmul_job *j = ctx;
-    int64_t r0, r1;
-    task_range(j->w->rows, j->tasks, task, 16, &r0, &r1);
-    if (r0 < r1) j->c->k->gemm(j->w, &j->act, r0, r1, j->y, (size_t)j->w->rows, j->c->tmp[thread].p);
+    j->c->k->gemm(j->w, &j->act, r0, r1, j->y, (size_t)j->w->rows, j->c->tmp[thread].p);
 }
 
 /* The reference matmul threaded: one token by row ranges (each thread
@@ -302,14 +306,95 @@ static void ref_matmul_task(void *ctx, int task, int thread) {
     }
 }
 
-/* Weight bytes a decode task streams at least (~5 µs of reads), and tasks
- * per thread at most. Two per thread: a thread that is slowed down
- * (another process on its core) leaves half its share to the others, yet
- * each thread's reads stay one or two long runs that the prefetchers
- * follow; 16 per thread decoded 0.6B Q4_0 6% and Q4_K_M 2% slower on a
- * 2-core Xeon (each new task starts a new stream), and 1 per thread
- * faster still (8%, 4%) but with no way to even out a slowed thread. */
-enum { MATVEC_MIN_TASK_BYTES = 128 * 1024, MATVEC_TASKS_PER_THREAD = 2 };
+/* Row ranges shared by claiming and stealing, for the products whose
+ * rows are independent (matvec, and gemm over weights packed at load).
+ *
+ * Each thread owns one contiguous share of the rows and claims half of
+ * what is left of it at a time from the front, so its reads are one long
+ * run that the prefetchers follow; once its share is gone it steals half
+ * of what is left of another's from the back, so the threads end within
+ * a grain of each other, and a thread that starts late (another process
+ * on its core) is covered by the others. A 0.6B decode's products are
+ * 0.6-3.5 MB, 10-50 µs: split into 2 fixed tasks per thread, a token
+ * spent 12% of its time with one thread waiting for the other. A row's
+ * result is the same whichever thread computes it, with whatever others. */
+enum {
+    RANGE_MIN_SHARE_BYTES = 128 * 1024, /* of weights, per thread at least (~5 µs of reads) */
+    RANGE_GRAIN_BYTES = 16 * 1024,      /* of weights, per claim at least */
+};
+
+typedef void (*range_fn)(void *ctx, int64_t lo, int64_t hi, int thread);
+
+typedef struct range_job {
+    range_slot *slots;
+    int n_slots;
+    int64_t units, grain; /* rows; grain a multiple of 16 */
+    range_fn fn;
+    void *ctx;
+} range_job;
+
+/* Claims [*lo, *hi) grains from slot s: half of what is left (rounded up)
+ * from the front, or from the back (rounded down, at least one). */
+static bool claim_grains(range_slot *s, bool front, uint32_t *lo, uint32_t *hi) {
+    uint64_t v = atomic_load_explicit(&s->range, memory_order_relaxed);
+    for (;;) {
+        const uint32_t next = (uint32_t)(v >> 32), end = (uint32_t)v;
+        if (next >= end) return false;
+        const uint32_t left = end - next;
+        const uint32_t take = front ? (left + 1) / 2 : INF_MAX(1u, left / 2);
+        const uint64_t claimed = front ? (uint64_t)(next + take) << 32 | end : (uint64_t)next << 32 | (end - take);
+        if (atomic_compare_exchange_weak_explicit(&s->range, &v, claimed, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *lo = front ? next : end - take;
+            *hi = front ? next + take : end;
+            return true;
+        }
+    }
+}
+
+static void range_run(const range_job *j, uint32_t lo, uint32_t hi, int thread) {
+    j->fn(j->ctx, (int64_t)lo * j->grain, INF_MIN(j->units, (int64_t)hi * j->grain), thread);
+}
+
+/* Task t of run_ranges: slot t's share from the front, then the others'
+ * from the back. The pool orders the slots' setup before every task. */
+static void range_task(void *ctx, int task, int thread) {
+    const range_job *j = ctx;
+    uint32_t lo, hi;
+    while (claim_grains(&j->slots[task], true, &lo, &hi)) range_run(j, lo, hi, thread);
+    for (int d = 1; d < j->n_slots; d++) {
+        range_slot *victim = &j->slots[(task + d) % j->n_slots];
+        while (claim_grains(victim, false, &lo, &hi)) range_run(j, lo, hi, thread);
+    }
+}
+
+/* fn over rows [0, units) of row_bytes each, in pieces whose bounds are
+ * multiples of `align` rows (a multiple of 16; or units), one share per
+ * thread. */
+static void run_ranges(cpu_backend *c, int64_t units, size_t row_bytes, int64_t align, range_fn fn, void *ctx,
+                       double work) {
+    const int64_t grain = (INF_MAX(align, (int64_t)(RANGE_GRAIN_BYTES / row_bytes)) + align - 1) / align * align;
+    const int64_t grains = (units + grain - 1) / grain;
+    const int64_t min_grains = INF_MAX(1, (int64_t)(RANGE_MIN_SHARE_BYTES / row_bytes) / grain);
+    const int n_slots = split_tasks(c, grains, min_grains, 1);
+    if (n_slots == 1 || grains > UINT32_MAX) {
+        fn(ctx, 0, units, 0);
+        return;
+    }
+    range_job j = {.slots = c->slots, .n_slots = n_slots, .units = units, .grain = grain, .fn = fn, .ctx = ctx};
+    for (int i = 0; i < n_slots; i++) {
+        const uint64_t lo = (uint64_t)(grains * i / n_slots), hi = (uint64_t)(grains * (i + 1) / n_slots);
+        atomic_store_explicit(&c->slots[i].range, lo << 32 | hi, memory_order_relaxed);
+    }
+    run_tasks(c, n_slots, range_task, &j, work);
+}
+
+/* The rows a piece of a packed product starts at a multiple of: 16 for
+ * decode, whole gemm panels for a prompt (a piece that cut a panel would
+ * run it as two smaller tiles: Q4_0 prefill 511 was 3% slower). */
+static int64_t range_align(const cpu_backend *c, int n) {
+    return n >= c->k->gemm_min_tokens ? c->k->gemm_rows : 16;
+}
 
 /* Whether w was packed at load for this ISA's gemm (kernels.h pack_rows):
  * then every product of it runs there (Q8_0 and Q4_0 on activations
@@ -373,11 +458,11 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
                         void *scratch) {
     matmul_job j = {.c = c, .w = w, .x = x, .n = n, .y = y, .scratch = scratch};
     const double work = (double)w->rows * (double)w->cols * n;
-    const int64_t min_rows = INF_MAX(16, MATVEC_MIN_TASK_BYTES / (int64_t)w->row_bytes);
+    const int64_t min_rows = INF_MAX(16, RANGE_MIN_SHARE_BYTES / (int64_t)w->row_bytes);
 
     if (!isa_matvec(c, w->type)) {
         if (n == 1) {
-            j.tasks = split_tasks(c, w->rows, min_rows, MATVEC_TASKS_PER_THREAD);
+            j.tasks = split_tasks(c, w->rows, min_rows, 2);
             if (j.tasks > 1 && !ensure_tmp(c, (size_t)w->cols * sizeof(float))) j.tasks = 1;
             if (j.tasks == 1) {
                 c->ref->matmul(c->ref, w, x, n, n_decode, y, scratch);
@@ -397,8 +482,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
     prepare_act(&j);
 
     if (packed) {
-        j.tasks = split_tasks(c, w->rows, min_rows, MATVEC_TASKS_PER_THREAD);
-        run_tasks(c, j.tasks, packed_task, &j, work);
+        run_ranges(c, w->rows, w->row_bytes, range_align(c, n), packed_rows, &j, work);
         return;
     }
     if (j.gemm) {
@@ -406,8 +490,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
         run_tasks(c, j.tasks, gemm_task, &j, work);
         return;
     }
-    j.tasks = split_tasks(c, w->rows, min_rows, MATVEC_TASKS_PER_THREAD);
-    run_tasks(c, j.tasks, matvec_task, &j, work);
+    run_ranges(c, w->rows, w->row_bytes, 16, matvec_rows, &j, work);
 }
 
 /* Decode rows and prefill rows of a type whose kernels differ run as two
@@ -434,17 +517,15 @@ typedef struct group_job {
     int count;
     int64_t total_rows; /* of all the weights, in order */
     inf_act act;
-    int tasks;
 } group_job;
 
-/* A range of the concatenated rows, split at the weights' boundaries, on
+/* Rows [g0, g1) of the concatenation, split at the weights' boundaries, on
  * the matvec, or for weights packed at load on the gemm: those take whole
  * 16-row groups of each weight (a weight's first row need not fall on a
- * multiple of 16 of the concatenation), each group going to the task
+ * multiple of 16 of the concatenation), each group going to the range
  * that holds its first row. */
-static void group_rows_task(group_job *j, int task, int thread, bool packed) {
-    int64_t g0, g1, base = 0;
-    task_range(j->total_rows, j->tasks, task, 16, &g0, &g1);
+static void group_rows(group_job *j, int64_t g0, int64_t g1, int thread, bool packed) {
+    int64_t base = 0;
     for (int i = 0; i < j->count && base < g1; i++) {
         const int64_t rows = j->w[i]->rows;
         int64_t lo = INF_MAX(g0, base) - base, hi = INF_MIN(g1, base + rows) - base;
@@ -459,8 +540,10 @@ static void group_rows_task(group_job *j, int task, int thread, bool packed) {
     }
 }
 
-static void matvec_group_task(void *ctx, int task, int thread) { group_rows_task(ctx, task, thread, false); }
-static void gemm_group_task(void *ctx, int task, int thread) { group_rows_task(ctx, task, thread, true); }
+static void matvec_group_rows(void *ctx, int64_t g0, int64_t g1, int thread) {
+    group_rows(ctx, g0, g1, thread, false);
+}
+static void gemm_group_rows(void *ctx, int64_t g0, int64_t g1, int thread) { group_rows(ctx, g0, g1, thread, true); }
 
 /* Whether weights a and b, both packed here, multiply the same prepared
  * activations (prepare_act): the same type; two 32-block types (both as
@@ -499,10 +582,9 @@ static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, in
     prepare_act(&prep);
     group_job j = {.c = c, .w = w, .y = y, .count = count, .act = prep.act};
     for (int i = 0; i < count; i++) j.total_rows += w[i]->rows;
-    const int64_t min_rows = INF_MAX(16, MATVEC_MIN_TASK_BYTES / (int64_t)w[0]->row_bytes);
-    j.tasks = split_tasks(c, j.total_rows, min_rows, MATVEC_TASKS_PER_THREAD);
-    run_tasks(c, j.tasks, packed ? gemm_group_task : matvec_group_task, &j,
-              (double)j.total_rows * (double)w[0]->cols * n);
+    run_ranges(c, j.total_rows, w[0]->row_bytes, packed ? range_align(c, n) : 16,
+               packed ? gemm_group_rows : matvec_group_rows, &j,
+               (double)j.total_rows * (double)w[0]->cols * n);
 }
 
 /* ------------------------------------------------------------------ packed weights */
@@ -956,7 +1038,8 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
     c->n_threads = n_threads;
     c->pool = inf_pool_new(n_threads);
     c->tmp = calloc((size_t)n_threads, sizeof *c->tmp);
-    if (!c->pool || !c->tmp) {
+    c->slots = inf_alloc_aligned((size_t)n_threads * sizeof *c->slots);
+    if (!c->pool || !c->tmp || !c->slots) {
         inf_ops_cpu_free(&c->ops);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for %d threads", n_threads);
     }
@@ -992,6 +1075,7 @@ void inf_ops_cpu_free(inf_ops *ops) {
     if (c->tmp)
         for (int i = 0; i < c->n_threads; i++) inf_free_aligned(c->tmp[i].p);
     free(c->tmp);
+    inf_free_aligned(c->slots);
     inf_free_aligned(c->rope_cs);
     free(c->rope_pos);
     free(c);
