@@ -4,9 +4,10 @@
  * share of it an engine reaches.
  *
  * Method: one anonymous buffer of `bytes`, advised to be backed by huge
- * pages as the engine's packed weights are (inf_alloc_huge: on a VM each
- * 4 KiB page's TLB miss walks two page tables, and a 4 KiB buffer read
- * at 22 GB/s where huge pages read at 29), split into one contiguous slice
+ * pages as the engine's packed weights are (inf_alloc_huge: on a KVM
+ * guest each 4 KiB page's TLB miss walks two page tables, and 4 KiB pages
+ * read at 24-25 GB/s where huge pages read at 33-36), split into one
+ * contiguous slice
  * per thread (64-byte aligned). Each thread first writes its own slice (so
  * the pages exist before timing, placed by the thread that reads them),
  * then all threads sum their slices with plain 64-bit loads, started
