@@ -7,8 +7,7 @@
  * pages as the engine's packed weights are (inf_alloc_huge: on a KVM
  * guest each 4 KiB page's TLB miss walks two page tables, and 4 KiB pages
  * read at 24-25 GB/s where huge pages read at 33-36), split into one
- * contiguous slice
- * per thread (64-byte aligned). Each thread first writes its own slice (so
+ * contiguous slice per thread (64-byte aligned). Each thread first writes its own slice (so
  * the pages exist before timing, placed by the thread that reads them),
  * then all threads sum their slices with plain 64-bit loads, started
  * together by a barrier; a pass lasts from the start barrier until the last
