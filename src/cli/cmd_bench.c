@@ -69,7 +69,8 @@ static const char *usage_text =
     "               engine's prefix cache holds, against the same request cold\n"
     "  --suffix S   the tokens after the prefix (default 20)\n"
     "Decode cases report GB/s read per token (weights + KV rows) and its share\n"
-    "of the sequential read bandwidth the bench measures with the same threads.\n"
+    "of the sequential read bandwidth the bench measures with the same threads\n"
+    "(on huge pages, as the packed weights lie).\n"
     "Token ids are pseudo-random ordinary tokens, the same in every repetition.\n";
 
 /* ------------------------------------------------------------------ options */
