@@ -153,15 +153,14 @@ size_t inf_amx_gemm_pack_bytes(inf_dtype type, int64_t cols) {
 
 /* Rows [r, r + nr) of a Q4_0, Q5_0 or IQ4_NL weight as a Q8_0 tile group
  * (x86_kernels.h's layout): per block the signed values, [8 quads][16
- * rows][4], and after all blocks the 16 d_w of each (f16, as in the
- * file); missing rows are zeros. Two blocks per pass, as the avx512 packer
+ * rows][4], and the 16 d_w of each (f16, as in the file) before each pair
+ * of blocks; missing rows are zeros. Two blocks per pass, as the avx512 packer
  * does Q8_0: a row's 64 values in one vector, 16 rows transposed in
  * registers. */
 static void pack_q32_group(const inf_weight *w, int64_t r, int nr, char *dst) {
     const int64_t nb = w->cols / QK;
     const size_t wb = inf_dtype_block_bytes(w->type);
     const char *w0 = (const char *)w->data + (size_t)r * w->row_bytes;
-    uint16_t *scales = (uint16_t *)(dst + nb * Q8_QUANTS_BLOCK);
     for (int64_t b = 0; b < nb; b += 2) {
         const bool pair = b + 1 < nb;
         __m512i v[TILE];
@@ -180,9 +179,9 @@ static void pack_q32_group(const inf_weight *w, int64_t r, int nr, char *dst) {
         }
         inf_avx512_transpose16(v);
         for (int half = 0; half < 1 + pair; half++) {
-            char *g = dst + (size_t)(b + half) * Q8_QUANTS_BLOCK;
+            char *g = dst + inf_x86_q32_quants_at(INF_DTYPE_Q8_0, b + half);
             for (int q = 0; q < QK / 4; q++) _mm512_store_si512(g + q * 64, v[half * 8 + q]);
-            memcpy(scales + (b + half) * TILE, d[half], sizeof d[half]);
+            memcpy(dst + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b + half), d[half], sizeof d[half]);
         }
     }
 }
@@ -191,13 +190,17 @@ static void pack_q32_group(const inf_weight *w, int64_t r, int nr, char *dst) {
  * block's 4 units of nibbles become its 8 quads of values q - 8 (low
  * nibbles quads 0-3, high nibbles 4-7); the f16 scales as they are. */
 static void unpack_q4_0_group(const char *src, int64_t nb, char *dst) {
-    for (int64_t b = 0; b < nb; b++)
+    for (int64_t b = 0; b < nb; b++) {
+        const char *from = src + inf_x86_q32_quants_at(INF_DTYPE_Q4_0, b);
+        char *to = dst + inf_x86_q32_quants_at(INF_DTYPE_Q8_0, b);
         for (int unit = 0; unit < 4; unit++) {
-            const __m512i u = _mm512_load_si512(src + b * 256 + unit * 64);
-            _mm512_store_si512(dst + b * Q8_QUANTS_BLOCK + unit * 64, inf_avx512_q4_0_quad(u, false));
-            _mm512_store_si512(dst + b * Q8_QUANTS_BLOCK + (unit + 4) * 64, inf_avx512_q4_0_quad(u, true));
+            const __m512i u = _mm512_load_si512(from + unit * 64);
+            _mm512_store_si512(to + unit * 64, inf_avx512_q4_0_quad(u, false));
+            _mm512_store_si512(to + (unit + 4) * 64, inf_avx512_q4_0_quad(u, true));
         }
-    memcpy(dst + nb * Q8_QUANTS_BLOCK, src + nb * 256, (size_t)nb * INF_X86_PACKED_SCALES_BLOCK);
+        memcpy(dst + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b), src + inf_x86_q32_scales_at(INF_DTYPE_Q4_0, b),
+               INF_X86_PACKED_SCALES_BLOCK);
+    }
 }
 
 /* ------------------------------------------------------------------ Q8_0 */
@@ -230,7 +233,6 @@ INLINE void q8_scale_half(const int32_t *c, __m512 w, const float *dx, __m512 su
  * dx: the tile's scales of block 0 (block b at dx + b * dx_stride). */
 static void q8_tile(const char *group, const int8_t *a, size_t a_stride, const float *dx, size_t dx_stride,
                     int64_t nb, int nt, float *y, size_t y_stride, __mmask16 rows) {
-    const uint16_t *scales = (const uint16_t *)(group + nb * Q8_QUANTS_BLOCK);
     int32_t c[2][TILE * TILE] __attribute__((aligned(64)));
     memset(c, 0, sizeof c); /* rows past nt are read (and discarded) but never stored by the tile */
     __m512 lo[8], hi[8]; /* the sums of tokens 0-7 and 8-15 */
@@ -241,16 +243,16 @@ static void q8_tile(const char *group, const int8_t *a, size_t a_stride, const f
 #define Q8_ISSUE(C, A, B, blk)                                                  \
     do {                                                                        \
         for (int line = 0; line < 8; line++)                                    \
-            _mm_prefetch(group + ((blk) + Q8_PREFETCH) * Q8_QUANTS_BLOCK + line * 64, _MM_HINT_T1); \
-        _mm_prefetch((const char *)(scales + ((blk) + Q8_PREFETCH) * TILE), _MM_HINT_T1); \
+            _mm_prefetch(group + inf_x86_q32_quants_at(INF_DTYPE_Q8_0, (blk) + Q8_PREFETCH) + line * 64, _MM_HINT_T1); \
+        _mm_prefetch(group + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, (blk) + Q8_PREFETCH), _MM_HINT_T1); \
         _tile_loadd(A, a + (blk) * QK, (long)a_stride);                         \
-        _tile_loadd(B, group + (blk) * Q8_QUANTS_BLOCK, 64);                    \
+        _tile_loadd(B, group + inf_x86_q32_quants_at(INF_DTYPE_Q8_0, blk), 64); \
         _tile_zero(C);                                                          \
         _tile_dpbssd(C, A, B);                                                  \
     } while (0)
 #define Q8_SCALE(buf, blk)                                                                 \
     do {                                                                                   \
-        const __m512 w = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(scales + (blk) * TILE))); \
+        const __m512 w = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, blk)))); \
         q8_scale_half(buf, w, dx + (blk) * dx_stride, lo);                                 \
         q8_scale_half(buf + 8 * TILE, w, dx + (blk) * dx_stride + 8, hi);                  \
     } while (0)

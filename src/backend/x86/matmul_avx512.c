@@ -50,10 +50,14 @@ enum {
     /* Q8_0 matvec: blocks of all 16 rows read ahead into L2 (8.5 KiB) */
     Q8_PREFETCH_BLOCKS = 16,
     GEMM_TOKENS = 8, /* tokens of the gemm register tile */
-    /* Q8_0 and Q4_0 gemm: packed blocks read ahead into L2 (Q8_0: 8 KiB;
+    /* Q8_0 gemm: packed blocks read ahead into L2 (8 KiB;
      * a 3072-column decode matmul on 2 threads measured 0/2/4/8/16/32
      * blocks ahead: 3.45/3.20/3.06/3.25/3.06/3.01 ms) */
     Q8_PACKED_PREFETCH = 16,
+    /* Q4_0's, 2.3 KiB: one 2 GiB matrix of 1024 columns, 1 token, 2
+     * threads, 6/8/12/16 blocks ahead: 26.3/27.2/26.9/24.7 GB/s (none:
+     * 16.8) */
+    Q4_PACKED_PREFETCH = 8,
     GROUP = 16,      /* weight rows per packed group: one vector of lanes */
     QK = INF_Q8_0_BLOCK,
 };
@@ -519,7 +523,8 @@ void inf_avx512_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_
 
 /* Packed weights, per group of 16 rows (missing rows are zeros):
  *   Q8_0: x86_kernels.h (inf_x86_packed_group_bytes): per block the signed
- *         quants [8 quads][16 rows][4], after all of them the f16 scales.
+ *         quants [8 quads][16 rows][4], blocks in pairs after the pair's
+ *         two vectors of f16 scales.
  *   BF16: [cols/2 pairs][16 rows][2] bf16 (an odd last column padded).
  *   F16, F32: [cols][16 rows] f32.
  * Activations, per tile of ts = min(GEMM_TOKENS, tokens left) tokens, tile
@@ -674,7 +679,6 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
     case INF_DTYPE_Q8_0: {
         /* two blocks per pass: the 8 quads of block b, then of block b + 1 */
         const int64_t nb = cols / QK;
-        uint16_t *scales = (uint16_t *)((char *)dst + nb * 512);
         const __m512i offs = row_offsets(w->row_bytes);
         for (int64_t b = 0; b < nb; b += 2) {
             const bool pair = b + 1 < nb;
@@ -690,9 +694,10 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
             }
             inf_avx512_transpose16(v);
             for (int half = 0; half < 1 + pair; half++) {
-                char *pb = (char *)dst + (b + half) * 512;
+                char *pb = (char *)dst + inf_x86_q32_quants_at(INF_DTYPE_Q8_0, b + half);
                 for (int quad = 0; quad < 8; quad++) _mm512_store_si512(pb + quad * 64, v[half * 8 + quad]);
-                store_scales(base + (b + half) * (int64_t)sizeof(inf_block_q8_0), offs, nr, scales + (b + half) * GROUP);
+                store_scales(base + (b + half) * (int64_t)sizeof(inf_block_q8_0), offs, nr,
+                             (uint16_t *)((char *)dst + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b + half)));
             }
         }
         break;
@@ -731,7 +736,6 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
     case INF_DTYPE_Q4_0: {
         /* four blocks per pass: a row's four 16-byte qs in one vector */
         const int64_t nb = cols / QK;
-        uint16_t *scales = (uint16_t *)((char *)dst + nb * 256);
         const __m512i offs = row_offsets(w->row_bytes);
         for (int64_t b = 0; b < nb; b += 4) {
             const int nblk = (int)INF_MIN(4, nb - b);
@@ -744,9 +748,10 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
             }
             inf_avx512_transpose16(v);
             for (int k = 0; k < nblk; k++) {
-                char *pb = (char *)dst + (b + k) * 256;
+                char *pb = (char *)dst + inf_x86_q32_quants_at(INF_DTYPE_Q4_0, b + k);
                 for (int unit = 0; unit < 4; unit++) _mm512_store_si512(pb + unit * 64, v[4 * k + unit]);
-                store_scales(base + (b + k) * (int64_t)sizeof(inf_block_q4_0), offs, nr, scales + (b + k) * GROUP);
+                store_scales(base + (b + k) * (int64_t)sizeof(inf_block_q4_0), offs, nr,
+                             (uint16_t *)((char *)dst + inf_x86_q32_scales_at(INF_DTYPE_Q4_0, b + k)));
             }
         }
         break;
@@ -783,20 +788,21 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
                      size_t y_stride, __mmask16 rows) {
     const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
     const __m512i v128 = _mm512_set1_epi8((char)0x80);
-    const uint16_t *scales = (const uint16_t *)(group + nb * qb);
     __m512 sum[GEMM_TOKENS];
     _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const char *gb = group + b * qb;
+        const char *gb = group + inf_x86_q32_quants_at(T, b);
         const char *tb = tile + b * Q8_TOKEN_BLOCK * NT;
         const int32_t *quads = (const int32_t *)tb;
         const float *dx = (const float *)(tb + 32 * NT);
-        /* the stream Q8_PACKED_PREFETCH blocks ahead, into L2 (past the
-         * group's quants: its scales, then the next group) */
+        /* the stream Q8_PACKED_PREFETCH (Q4_PACKED_PREFETCH) blocks ahead,
+         * into L2 (past the group's end: the next group) */
+        const int64_t ahead = b + (T == INF_DTYPE_Q8_0 ? Q8_PACKED_PREFETCH : Q4_PACKED_PREFETCH);
         _Pragma("GCC unroll 8")
-        for (int line = 0; line < qb / 64; line++) _mm_prefetch(gb + Q8_PACKED_PREFETCH * qb + line * 64, _MM_HINT_T1);
-        _mm_prefetch((const char *)(scales + (b + Q8_PACKED_PREFETCH) * GROUP), _MM_HINT_T1);
+        for (int line = 0; line < qb / 64; line++)
+            _mm_prefetch(group + inf_x86_q32_quants_at(T, ahead) + line * 64, _MM_HINT_T1);
+        _mm_prefetch(group + inf_x86_q32_scales_at(T, ahead), _MM_HINT_T1);
         __m512i wv[8], w128 = _mm512_setzero_si512();
         _Pragma("GCC unroll 8")
         for (int quad = 0; quad < 8; quad++) {
@@ -817,7 +823,7 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
             for (int t = 0; t < NT; t++)
                 acc[t] = _mm512_dpbusd_epi32(acc[t], _mm512_set1_epi32(quads[quad * NT + t]), wv[quad]);
         }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(scales + b * GROUP)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q32_scales_at(T, b))));
         _Pragma("GCC unroll 8")
         for (int t = 0; t < NT; t++) {
             const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t]));

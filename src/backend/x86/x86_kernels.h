@@ -52,13 +52,15 @@ size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
  * inf_avx512_pack_group, or the whole matrix once at load:
  * inf_avx512_pack_rows). A group of nb = cols / 32 blocks (K-quants:
  * cols / 256 super-blocks) holds
- *   Q8_0, Q4_0: quants, per block:
+ *   Q8_0, Q4_0: the blocks in pairs: the pair's two scale vectors ([16
+ *   rows] f16 each, the rows' d), then block 2p's quants, then block
+ *   2p + 1's (inf_x86_q32_scales_at, inf_x86_q32_quants_at; an odd last
+ *   block has its pair's first scales and quants alone):
  *     Q8_0: [8 quads][16 rows][4] int8, signed: block b's 512 bytes are
  *           the AMX B tile of the block as they are;
  *     Q4_0: [4 units][16 rows][4] bytes, the file's qs bytes 4j..4j+3 as
  *           unit j: low nibbles are quad j (values 4j..4j+3), high nibbles
  *           quad j + 4, each value q + 8 (256 bytes);
- *   then scales [nb][16 rows] f16, the rows' d; padded to 64 bytes;
  *   Q4_K: per super-block, INF_X86_Q4K_BLOCK bytes, scales first:
  *     scales [12][16 rows] at INF_X86_Q4K_SCALES: the file's 12 bytes of
  *           6-bit scales and mins, byte k of every row side by side;
@@ -86,10 +88,10 @@ size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
  *           pairs 0, 1, 2, 3 the top bits of elements 128h + 4v (+ 32,
  *           + 64, + 96) .. + 3;
  *   then d [nb][16 rows] f16 (inf_x86_q6k_d_at), padded to 64 bytes.
- * A super-block's scales come before its codes: decode reads each group
+ * Every block's scales come before its codes: decode reads each group
  * from front to back, which the hardware prefetchers follow (with the
- * scales after the codes, or Q6_K's in a table after the group, decode
- * of one 2 GiB matrix on 2 threads streamed 2-14% slower).
+ * scales after the codes, or in a table after the group, decode of one
+ * 2 GiB matrix on 2 threads streamed 2-14% slower).
  * As many bytes as the GGUF rows (34, 18 per 32 weights; 144, 176, 210,
  * 136 per 256), up to the padding. Group g of a packed matrix starts at
  * g * inf_x86_packed_group_bytes(type, cols). */
@@ -120,6 +122,17 @@ static inline bool inf_x86_packs(inf_dtype type) {
            type == INF_DTYPE_Q6_K || type == INF_DTYPE_IQ4_XS;
 }
 static inline size_t inf_x86_packed_quants_block(inf_dtype type) { return type == INF_DTYPE_Q8_0 ? 512 : 256; }
+/* Where block b's scales and quants lie in a packed Q8_0 or Q4_0 group. */
+static inline size_t inf_x86_q32_pair_bytes(inf_dtype type) {
+    return 2 * (INF_X86_PACKED_SCALES_BLOCK + inf_x86_packed_quants_block(type));
+}
+static inline size_t inf_x86_q32_scales_at(inf_dtype type, int64_t b) {
+    return (size_t)(b / 2) * inf_x86_q32_pair_bytes(type) + (size_t)(b % 2) * INF_X86_PACKED_SCALES_BLOCK;
+}
+static inline size_t inf_x86_q32_quants_at(inf_dtype type, int64_t b) {
+    return (size_t)(b / 2) * inf_x86_q32_pair_bytes(type) + 2 * INF_X86_PACKED_SCALES_BLOCK +
+           (size_t)(b % 2) * inf_x86_packed_quants_block(type);
+}
 static inline size_t inf_x86_q6k_d_at(int64_t nb, int64_t b) {
     return (size_t)nb * INF_X86_Q6K_BLOCK + (size_t)b * 32;
 }
@@ -128,7 +141,7 @@ static inline size_t inf_x86_packed_group_bytes(inf_dtype type, int64_t cols) {
     if (type == INF_DTYPE_Q5_K) return (size_t)(cols / 256) * INF_X86_Q5K_BLOCK;
     if (type == INF_DTYPE_IQ4_XS) return (size_t)(cols / 256) * INF_X86_IQ4XS_BLOCK;
     if (type == INF_DTYPE_Q6_K) return (inf_x86_q6k_d_at(cols / 256, cols / 256) + 63) / 64 * 64;
-    return ((size_t)(cols / 32) * (inf_x86_packed_quants_block(type) + INF_X86_PACKED_SCALES_BLOCK) + 63) / 64 * 64;
+    return inf_x86_q32_quants_at(type, cols / 32 - 1) + inf_x86_packed_quants_block(type); /* a multiple of 64 */
 }
 /* The packed format tag of those matrices (inf_weight.packed_format). */
 enum { INF_X86_PACKED_GROUPS = 1 };
