@@ -665,19 +665,16 @@ static void run_matmul_group(const inf_ops *ops, void *ctx, float *out) {
 /* Groups of three weights: one type each (the last three: types that
  * share their activations, as a Q4_K_M file's q, k and v do), against
  * three matmuls; then packed at load, where the ISA packs them all. */
-static void test_matmul_group(const isa_ops *s) {
-    static const inf_dtype sets[][3] = {
-        {INF_DTYPE_F32, INF_DTYPE_F32, INF_DTYPE_F32},       {INF_DTYPE_F16, INF_DTYPE_F16, INF_DTYPE_F16},
-        {INF_DTYPE_BF16, INF_DTYPE_BF16, INF_DTYPE_BF16},    {INF_DTYPE_Q8_0, INF_DTYPE_Q8_0, INF_DTYPE_Q8_0},
-        {INF_DTYPE_Q4_K, INF_DTYPE_Q4_K, INF_DTYPE_Q6_K},    {INF_DTYPE_Q6_K, INF_DTYPE_IQ4_XS, INF_DTYPE_Q5_K},
-        {INF_DTYPE_Q4_0, INF_DTYPE_Q8_0, INF_DTYPE_Q4_0},
-    };
-    static const int64_t rows[3] = {37, 5, 150};
-    static const int ns[] = {1, 2, 9, 70};
-    for (size_t si = 0; si < sizeof sets / sizeof *sets; si++)
-        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+/* Three weights of the types in sets[si] and of rows[] rows, cols wide (0:
+ * a small width for the types), multiplied as one group with each count in
+ * ns: the same as three matmuls, at every thread count. */
+static void test_matmul_group_of(const isa_ops *s, const inf_dtype (*sets)[3], size_t n_sets, const int64_t rows[3],
+                                 int64_t wide, const int *ns, size_t n_ns) {
+    for (size_t si = 0; si < n_sets; si++)
+        for (size_t ni = 0; ni < n_ns; ni++) {
             const inf_dtype *types = sets[si];
-            const int64_t block = inf_dtype_block_elems(types[0]), cols = block == 256 ? 512 : block == 32 ? 96 : 33;
+            const int64_t block = inf_dtype_block_elems(types[0]);
+            const int64_t cols = wide ? wide : block == 256 ? 512 : block == 32 ? 96 : 33;
             const int n = ns[ni];
             char label[160];
             begin(label, sizeof label, s, "matmul_group %s %s %s cols=%lld n=%d", inf_dtype_name(types[0]),
@@ -722,6 +719,40 @@ static void test_matmul_group(const isa_ops *s) {
             for (int i = 0; i < 3; i++) free((void *)c.w[i].data);
             free(x), free(c.scratch), free(want), free(got);
         }
+}
+
+static void test_matmul_group(const isa_ops *s) {
+    static const inf_dtype sets[][3] = {
+        {INF_DTYPE_F32, INF_DTYPE_F32, INF_DTYPE_F32},       {INF_DTYPE_F16, INF_DTYPE_F16, INF_DTYPE_F16},
+        {INF_DTYPE_BF16, INF_DTYPE_BF16, INF_DTYPE_BF16},    {INF_DTYPE_Q8_0, INF_DTYPE_Q8_0, INF_DTYPE_Q8_0},
+        {INF_DTYPE_Q4_K, INF_DTYPE_Q4_K, INF_DTYPE_Q6_K},    {INF_DTYPE_Q6_K, INF_DTYPE_IQ4_XS, INF_DTYPE_Q5_K},
+        {INF_DTYPE_Q4_0, INF_DTYPE_Q8_0, INF_DTYPE_Q4_0},
+    };
+    static const int64_t rows[3] = {37, 5, 150};
+    static const int ns[] = {1, 2, 9, 70};
+    test_matmul_group_of(s, sets, sizeof sets / sizeof *sets, rows, 0, ns, sizeof ns / sizeof *ns);
+}
+
+/* Products large enough that every thread gets a share of the rows (cpu.c
+ * run_ranges: at least 128 KiB of weights each) and the threads steal
+ * from each other's: the same bits at 1, 2 and 3 threads, and ref.c's
+ * where the kernels are exact. Row counts off the 16-row groups. */
+static void test_matmul_shared_ranges(const isa_ops *s) {
+    static const inf_dtype types[] = {INF_DTYPE_F32, INF_DTYPE_Q8_0, INF_DTYPE_Q4_0, INF_DTYPE_Q4_1,
+                                      INF_DTYPE_Q4_K, INF_DTYPE_Q6_K, INF_DTYPE_IQ4_XS};
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const int64_t rows = types[ti] == INF_DTYPE_F32 ? 247 : 1007;
+        test_matmul_rows(s, types[ti], rows, 1024, 1, true);
+        test_matmul_rows(s, types[ti], rows, 1024, 3, true);
+    }
+    test_matmul_rows(s, INF_DTYPE_Q4_K, 1007, 1024, 70, false); /* a prompt: whole gemm panels */
+    static const inf_dtype sets[][3] = {
+        {INF_DTYPE_Q4_K, INF_DTYPE_Q4_K, INF_DTYPE_Q6_K},
+        {INF_DTYPE_Q8_0, INF_DTYPE_Q8_0, INF_DTYPE_Q8_0},
+    };
+    static const int64_t rows[3] = {1003, 170, 517};
+    static const int ns[] = {1, 70};
+    test_matmul_group_of(s, sets, sizeof sets / sizeof *sets, rows, 1024, ns, sizeof ns / sizeof *ns);
 }
 
 /* ------------------------------------------------------------------ row and element ops */
@@ -1505,6 +1536,7 @@ int main(int argc, char **argv) {
                 test_amx_quant_tiles(&s);
 #endif
                 test_matmul_group(&s);
+                test_matmul_shared_ranges(&s);
                 test_matmul_rows_kind(&s);
             }
             if (ops & OPS_ELEMENTWISE) test_elementwise(&s);
