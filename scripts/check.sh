@@ -131,6 +131,12 @@ if wants tsan; then
             add_totals "$line"
         fi
     done
+    # the matmuls on this CPU's kernels, whose threads claim and steal rows
+    if build "test_kernels (tsan)" TSAN=1 build-tsan/tests/test_kernels; then
+        line=$(TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_kernels --isa best --ops matmul 2>&1 | tail -n 1)
+        echo "test_kernels --isa best --ops matmul (tsan): $line"
+        add_totals "$line"
+    fi
     step_end
 fi
 

@@ -1467,7 +1467,8 @@ static void test_selection(void) {
 
 static void usage(void) {
     fprintf(stderr, "usage: test_kernels [--isa NAME]... [--ops GROUP[,GROUP...]]\n"
-                    "  --isa NAME   test only these ISAs (default: every one this CPU runs)\n"
+                    "  --isa NAME   test only these ISAs (default: every one this CPU runs;\n"
+                    "               best: the one inferno picks here)\n"
                     "  --ops LIST   only these groups of ops: matmul, elementwise, kv_store,\n"
                     "               attention (default: all)\n");
 }
@@ -1500,7 +1501,10 @@ int main(int argc, char **argv) {
     memset(want, 0, sizeof want);
     for (int i = 1; i < argc; i++) {
         inf_isa isa;
-        if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc && inf_isa_from_name(argv[i + 1], &isa)) {
+        if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc && strcmp(argv[i + 1], "best") == 0) {
+            want[inf_isa_best()] = any_isa = true;
+            i++;
+        } else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc && inf_isa_from_name(argv[i + 1], &isa)) {
             want[isa] = any_isa = true;
             i++;
         } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc && (ops = parse_ops(argv[i + 1])) != 0) {
