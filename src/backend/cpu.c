@@ -314,8 +314,9 @@ static void ref_matmul_task(void *ctx, int task, int thread) {
  * run that the prefetchers follow; once its share is gone it steals half
  * of what is left of another's from the back, so the threads end within
  * a grain of each other, and a thread that starts late (another process
- * on its core) is covered by the others. A 0.6B decode's products are
- * 0.6-3.5 MB, 10-50 µs: split into 2 fixed tasks per thread, a token
+ * on its core) is covered by the others. A 0.6B Q4_K_M decode's
+ * products are 1-3.5 MB (the head 128), 40-150 µs: split into 2 fixed
+ * tasks per thread, a token
  * spent 12% of its time with one thread waiting for the other. A row's
  * result is the same whichever thread computes it, with whatever others. */
 enum {
@@ -461,7 +462,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
     const int64_t min_rows = INF_MAX(16, RANGE_MIN_SHARE_BYTES / (int64_t)w->row_bytes);
 
     if (!isa_matvec(c, w->type)) {
-        if (n == 1) {
+        if (n == 1) { /* up to 2 tasks per thread, ref.c being slow anyway */
             j.tasks = split_tasks(c, w->rows, min_rows, 2);
             if (j.tasks > 1 && !ensure_tmp(c, (size_t)w->cols * sizeof(float))) j.tasks = 1;
             if (j.tasks == 1) {
