@@ -316,9 +316,9 @@ static void ref_matmul_task(void *ctx, int task, int thread) {
  * a grain of each other, and a thread that starts late (another process
  * on its core) is covered by the others. A 0.6B Q4_K_M decode's
  * products are 1-3.5 MB (the head 128), 40-150 µs: split into 2 fixed
- * tasks per thread, a token
- * spent 12% of its time with one thread waiting for the other. A row's
- * result is the same whichever thread computes it, with whatever others. */
+ * tasks per thread, a token spent 12% of its time with one thread
+ * waiting for the other. A row's result is the same whichever thread
+ * computes it, with whatever others. */
 enum {
     RANGE_MIN_SHARE_BYTES = 128 * 1024, /* of weights, per thread at least (~5 µs of reads) */
     RANGE_GRAIN_BYTES = 16 * 1024,      /* of weights, per claim at least */
@@ -384,8 +384,9 @@ static void run_ranges(cpu_backend *c, int64_t units, size_t row_bytes, int64_t 
     }
     range_job j = {.slots = c->slots, .n_slots = n_slots, .units = units, .grain = grain, .fn = fn, .ctx = ctx};
     for (int i = 0; i < n_slots; i++) {
-        const uint64_t lo = (uint64_t)(grains * i / n_slots), hi = (uint64_t)(grains * (i + 1) / n_slots);
-        atomic_store_explicit(&c->slots[i].range, lo << 32 | hi, memory_order_relaxed);
+        int64_t lo, hi;
+        task_range(grains, n_slots, i, 1, &lo, &hi);
+        atomic_store_explicit(&c->slots[i].range, (uint64_t)lo << 32 | (uint64_t)hi, memory_order_relaxed);
     }
     run_tasks(c, n_slots, range_task, &j, work);
 }
@@ -459,10 +460,10 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
                         void *scratch) {
     matmul_job j = {.c = c, .w = w, .x = x, .n = n, .y = y, .scratch = scratch};
     const double work = (double)w->rows * (double)w->cols * n;
-    const int64_t min_rows = INF_MAX(16, RANGE_MIN_SHARE_BYTES / (int64_t)w->row_bytes);
 
     if (!isa_matvec(c, w->type)) {
         if (n == 1) { /* up to 2 tasks per thread, ref.c being slow anyway */
+            const int64_t min_rows = INF_MAX(16, RANGE_MIN_SHARE_BYTES / (int64_t)w->row_bytes);
             j.tasks = split_tasks(c, w->rows, min_rows, 2);
             if (j.tasks > 1 && !ensure_tmp(c, (size_t)w->cols * sizeof(float))) j.tasks = 1;
             if (j.tasks == 1) {

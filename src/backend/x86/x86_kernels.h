@@ -127,11 +127,11 @@ static inline size_t inf_x86_q32_pair_bytes(inf_dtype type) {
     return 2 * (INF_X86_PACKED_SCALES_BLOCK + inf_x86_packed_quants_block(type));
 }
 static inline size_t inf_x86_q32_scales_at(inf_dtype type, int64_t b) {
-    return (size_t)(b / 2) * inf_x86_q32_pair_bytes(type) + (size_t)(b % 2) * INF_X86_PACKED_SCALES_BLOCK;
+    return (size_t)b / 2 * inf_x86_q32_pair_bytes(type) + (size_t)b % 2 * INF_X86_PACKED_SCALES_BLOCK;
 }
 static inline size_t inf_x86_q32_quants_at(inf_dtype type, int64_t b) {
-    return (size_t)(b / 2) * inf_x86_q32_pair_bytes(type) + 2 * INF_X86_PACKED_SCALES_BLOCK +
-           (size_t)(b % 2) * inf_x86_packed_quants_block(type);
+    return (size_t)b / 2 * inf_x86_q32_pair_bytes(type) + 2 * INF_X86_PACKED_SCALES_BLOCK +
+           (size_t)b % 2 * inf_x86_packed_quants_block(type);
 }
 static inline size_t inf_x86_q6k_d_at(int64_t nb, int64_t b) {
     return (size_t)nb * INF_X86_Q6K_BLOCK + (size_t)b * 32;
