@@ -160,12 +160,16 @@ INLINE __m512 q8_dot_pair(__m512i ku, __m512 dk, const q8_query_pair *qp, __m512
 #define REPEAT16(M) REPEAT8(M) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 
 /* Cached rows read ahead of the one in use, into L2 by software prefetch:
- * one tile (row j of the next tile while row j of this one is read). With
- * the hardware prefetchers alone one thread streamed the cache from DRAM at
- * ~10 GB/s (0.79 ms per layer at depth 2044 for Qwen3-0.6B's f16 K and V)
- * and two threads at 12-17; with this, 19 and 29 GB/s (0.43 and 0.29 ms),
- * the machine's read bandwidth at the time. A paged cache needs it more:
- * the hardware streams stop at every block. */
+ * one tile (row j of the next tile while row j of this one is read), and
+ * the first tile all at once before it is read. With the hardware
+ * prefetchers alone one thread streamed the cache from DRAM at ~10 GB/s
+ * (0.79 ms per layer at depth 2044 for Qwen3-0.6B's f16 K and V) and two
+ * threads at 12-17; with the tile ahead, 19 and 29 GB/s (0.43 and 0.29
+ * ms), the machine's read bandwidth at the time. A paged cache needs it
+ * more: the hardware streams stop at every block. The first tile's rows,
+ * read one after another, each paid a full memory latency: at depth 64
+ * (AMD Zen 5, ~360 ns) a layer took 27 µs on 2 threads and 57 on 1; with
+ * the whole tile prefetched first, 15 and 23 (bench/attn_bench.c). */
 INLINE void prefetch_row(const void *row, size_t bytes) {
     const uintptr_t end = (uintptr_t)row + bytes;
     for (uintptr_t line = (uintptr_t)row & ~(uintptr_t)63; line < end; line += 64)
@@ -199,6 +203,11 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_v
     const __m512 zero = _mm512_setzero_ps();
     inf_kv_rows(k, kvh, 0, INF_MIN(TILE, n_keys), tr->k[0]);
     inf_kv_rows(v, kvh, 0, INF_MIN(TILE, n_keys), tr->v[0]);
+    /* the first tile at once; the later ones a tile ahead, as they are read */
+    for (int j = 0; j < INF_MIN(TILE, n_keys); j++) {
+        prefetch_row(tr->k[0][j], row_bytes);
+        prefetch_row(tr->v[0][j], row_bytes);
+    }
     for (int j0 = 0, cur = 0; j0 < n_keys; j0 += TILE, cur ^= 1) {
         const int nj = INF_MIN(TILE, n_keys - j0);
         const void *const *krows = tr->k[cur], *const *vrows = tr->v[cur];
