@@ -33,6 +33,7 @@
 #include "core/quant.h"
 
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -734,10 +735,33 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
  * Then ref.c's f32 steps lane by lane: exact integers and the same
  * operations, so ref.c's bits at any token count. */
 enum {
-    PK_TOKENS = 4,   /* tokens per pass of the packed tiles */
-    PK_PREFETCH = 1, /* Q6_K super-blocks read ahead (into L2) */
+    PK_TOKENS = 4, /* tokens per pass of the packed tiles */
     Q6P_BLOCK = INF_X86_Q6K_BLOCK,
 };
+
+/* Super-blocks of a packed group read ahead by software prefetch (into
+ * L2), 0 for none, by CPU. One 2 GiB matrix of 1024 columns, 1 token, 2
+ * threads, in % of the read bandwidth measured in the same run:
+ *   - Intel Xeon (Sapphire Rapids class): only Q6_K, the most work per
+ *     byte, gains (25.6 GB/s against 20.7 without, 25.0 two ahead); the
+ *     others stream faster on the hardware prefetchers alone (Q4_K
+ *     27.7-28.4 GB/s against 23.3-23.9, Q5_K 26.7-26.9 against 26.0-26.2,
+ *     IQ4_XS 26.2 against 23.9): a software prefetch holds a fill buffer
+ *     that a demand load could use;
+ *   - AMD Zen 5 (EPYC, DRAM latency ~360 ns in its VM): every type gains
+ *     from two ahead: Q4_K 89-92% against 69-70% without (79-83% one
+ *     ahead), Q5_K 61-68% against 49-53%, IQ4_XS 91-101% against 66-75%,
+ *     Q6_K 96-110% two ahead against 67-100% one ahead. */
+static int packed_prefetch_blocks(inf_dtype type) {
+    static _Atomic int amd = -1; /* racing first calls compute the same answer */
+    int is_amd = atomic_load_explicit(&amd, memory_order_relaxed);
+    if (is_amd < 0) {
+        is_amd = inf_x86_cpu_is_amd();
+        atomic_store_explicit(&amd, is_amd, memory_order_relaxed);
+    }
+    if (is_amd) return 2;
+    return type == INF_DTYPE_Q6_K ? 1 : 0;
+}
 
 /* The 8 scales and 8 mins of a packed Q4_K (Q5_K) super-block's 16 rows,
  * from its 12 x 16 scale bytes s, as bytes [sub-block][16 rows]
@@ -1068,7 +1092,7 @@ INLINE void iq4xs_packed_block(const char *sb, const inf_block_q8_K *const *xa, 
 
 /* Tokens [t0, t0 + NT) times one packed group of nb super-blocks. */
 INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, const char *act, size_t stride, int t0,
-                               const int NT, float *y, size_t ys, __mmask16 rows) {
+                               const int NT, float *y, size_t ys, __mmask16 rows, int prefetch_blocks) {
     const inf_block_q8_K *xa[PK_TOKENS];
     __m512 sum[PK_TOKENS];
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
@@ -1079,18 +1103,11 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
                         : type == INF_DTYPE_Q5_K  ? INF_X86_Q5K_BLOCK
                         : type == INF_DTYPE_IQ4_XS ? INF_X86_IQ4XS_BLOCK
                                                    : Q6P_BLOCK;
-    /* Only Q6_K, the most work per byte, gains from software prefetch
-     * (one 2 GiB matrix, 1024 columns, 1 token, 2 threads: 25.6 GB/s
-     * against 20.7 without, 25.0 two super-blocks ahead); the others
-     * stream faster on the hardware prefetchers alone (Q4_K 27.7-28.4
-     * against 23.3-23.9, Q5_K 26.7-26.9 against 26.0-26.2, IQ4_XS 26.2
-     * against 23.9): a software prefetch holds a fill buffer that a
-     * demand load could use. */
-    const bool prefetch = type == INF_DTYPE_Q6_K;
+    const size_t ahead = (size_t)prefetch_blocks * step;
     for (int64_t b = 0; b < nb; b++) {
         const char *sb = group + (size_t)b * step;
-        if (prefetch) _Pragma("GCC unroll 48") for (size_t line = 0; line < step / 64; line++)
-            _mm_prefetch(sb + PK_PREFETCH * step + line * 64, _MM_HINT_T1);
+        if (ahead) _Pragma("GCC unroll 48") for (size_t line = 0; line < step / 64; line++)
+            _mm_prefetch(sb + ahead + line * 64, _MM_HINT_T1);
         if (type == INF_DTYPE_Q6_K) q6k_packed_block(group, nb, sb + INF_X86_Q6K_CODES, xa, b, NT, sum);
         else if (type == INF_DTYPE_IQ4_XS) iq4xs_packed_block(sb, xa, b, NT, sum);
         else q45k_packed_block(sb, type == INF_DTYPE_Q5_K, xa, b, NT, sum);
@@ -1098,12 +1115,12 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)(t0 + t) * ys, rows, sum[t]);
 }
 
-#define PK_CASES(T)                                                                              \
-    switch (nt) {                                                                                \
-    case 1: kquant_packed_tile(T, group, nb, act, stride, t0, 1, yg, ys, rows); break;           \
-    case 2: kquant_packed_tile(T, group, nb, act, stride, t0, 2, yg, ys, rows); break;           \
-    case 3: kquant_packed_tile(T, group, nb, act, stride, t0, 3, yg, ys, rows); break;           \
-    default: kquant_packed_tile(T, group, nb, act, stride, t0, 4, yg, ys, rows); break;          \
+#define PK_CASES(T)                                                                         \
+    switch (nt) {                                                                           \
+    case 1: kquant_packed_tile(T, group, nb, act, stride, t0, 1, yg, ys, rows, ahead); break;  \
+    case 2: kquant_packed_tile(T, group, nb, act, stride, t0, 2, yg, ys, rows, ahead); break;  \
+    case 3: kquant_packed_tile(T, group, nb, act, stride, t0, 3, yg, ys, rows, ahead); break;  \
+    default: kquant_packed_tile(T, group, nb, act, stride, t0, 4, yg, ys, rows, ahead); break; \
     }
 
 _Static_assert(PK_TOKENS == 4, "PK_CASES spells out token counts 1..4");
@@ -1115,8 +1132,10 @@ static void kquant_packed_panel(const inf_weight *w, const inf_act *a, int64_t r
     const size_t gbytes = inf_x86_packed_group_bytes(w->type, w->cols), stride = inf_act_row_bytes_quant(w->type, w->cols);
     const char *src = (const char *)w->packed + (size_t)(r0 / QG_ROWS) * gbytes, *act = a->data;
     const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
+    const int ahead_first = packed_prefetch_blocks(w->type);
     for (int t0 = 0; t0 < a->n; t0 += PK_TOKENS) {
         const int nt = INF_MIN(PK_TOKENS, a->n - t0);
+        const int ahead = t0 == 0 ? ahead_first : 0; /* later passes find the panel in L2 */
         for (int g = 0; g < n_groups; g++) {
             const int64_t r = r0 + (int64_t)g * QG_ROWS;
             const char *group = src + g * gbytes;

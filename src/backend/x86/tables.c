@@ -1,12 +1,25 @@
 /*
  * tables.c — the kernel tables of the x86 ISAs (built without ISA flags:
- * it only takes the kernels' addresses). On other architectures there are
- * none.
+ * it only takes the kernels' addresses), and the CPU vendor the kernels
+ * tune by. On other architectures there are none.
  */
 #include "backend/kernels.h"
 
 #if defined(__x86_64__)
 #include "backend/x86/x86_kernels.h"
+
+#include <cpuid.h>
+#include <string.h>
+
+bool inf_x86_cpu_is_amd(void) {
+    unsigned max_leaf, b, c, d;
+    if (!__get_cpuid(0, &max_leaf, &b, &c, &d)) return false;
+    char vendor[12]; /* EBX, EDX, ECX */
+    memcpy(vendor, &b, 4);
+    memcpy(vendor + 4, &d, 4);
+    memcpy(vendor + 8, &c, 4);
+    return memcmp(vendor, "AuthenticAMD", 12) == 0;
+}
 
 /* The x86 gemms take every weight type (the block types: quant_*.c). */
 static bool gemm_takes_all(inf_dtype type) {

@@ -9,6 +9,10 @@
 
 #include "backend/kernels.h"
 
+/* Whether the CPU is AMD's (cpuid vendor "AuthenticAMD"): kernels that
+ * tune by vendor ask this once and keep the answer. */
+bool inf_x86_cpu_is_amd(void);
+
 /* Weight rows per gemm task and query tokens per prefill attention task. */
 enum { INF_X86_GEMM_ROWS = 64, INF_X86_ATTN_BLOCK = 32 };
 
