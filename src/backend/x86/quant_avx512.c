@@ -33,7 +33,6 @@
 #include "core/quant.h"
 
 #include <immintrin.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -753,13 +752,7 @@ enum {
  *     ahead), Q5_K 61-68% against 49-53%, IQ4_XS 91-101% against 66-75%,
  *     Q6_K 96-110% two ahead against 67-100% one ahead. */
 static int packed_prefetch_blocks(inf_dtype type) {
-    static _Atomic int amd = -1; /* racing first calls compute the same answer */
-    int is_amd = atomic_load_explicit(&amd, memory_order_relaxed);
-    if (is_amd < 0) {
-        is_amd = inf_x86_cpu_is_amd();
-        atomic_store_explicit(&amd, is_amd, memory_order_relaxed);
-    }
-    if (is_amd) return 2;
+    if (inf_x86_cpu_is_amd()) return 2;
     return type == INF_DTYPE_Q6_K ? 1 : 0;
 }
 

@@ -9,16 +9,23 @@
 #include "backend/x86/x86_kernels.h"
 
 #include <cpuid.h>
+#include <stdatomic.h>
 #include <string.h>
 
 bool inf_x86_cpu_is_amd(void) {
+    static _Atomic int cached = -1; /* racing first calls compute the same answer */
+    const int known = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (known >= 0) return known;
     unsigned max_leaf, b, c, d;
-    if (!__get_cpuid(0, &max_leaf, &b, &c, &d)) return false;
-    char vendor[12]; /* EBX, EDX, ECX */
-    memcpy(vendor, &b, 4);
-    memcpy(vendor + 4, &d, 4);
-    memcpy(vendor + 8, &c, 4);
-    return memcmp(vendor, "AuthenticAMD", 12) == 0;
+    char vendor[12] = {0}; /* EBX, EDX, ECX */
+    if (__get_cpuid(0, &max_leaf, &b, &c, &d)) {
+        memcpy(vendor, &b, 4);
+        memcpy(vendor + 4, &d, 4);
+        memcpy(vendor + 8, &c, 4);
+    }
+    const bool amd = memcmp(vendor, "AuthenticAMD", 12) == 0;
+    atomic_store_explicit(&cached, amd, memory_order_relaxed);
+    return amd;
 }
 
 /* The x86 gemms take every weight type (the block types: quant_*.c). */

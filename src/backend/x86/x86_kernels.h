@@ -9,8 +9,9 @@
 
 #include "backend/kernels.h"
 
-/* Whether the CPU is AMD's (cpuid vendor "AuthenticAMD"): kernels that
- * tune by vendor ask this once and keep the answer. */
+/* Whether the CPU is AMD's (cpuid vendor "AuthenticAMD"), for the kernels
+ * that tune by vendor; cpuid runs once (in a VM it traps: microseconds),
+ * later calls read the kept answer. Thread-safe. */
 bool inf_x86_cpu_is_amd(void);
 
 /* Weight rows per gemm task and query tokens per prefill attention task. */
