@@ -586,6 +586,37 @@ static void test_matvec_any_address(const isa_ops *s) {
 }
 
 #if defined(__x86_64__)
+/* inf_avx512_quantize_row_q8_K (the super-block types' activations)
+ * against inf_quantize_row_q8_K byte for byte, on blocks that probe each
+ * rule: the first of two equal magnitudes sets the sign, halves round to
+ * even, an all-zero block, NaN ignored, an infinite input, subnormals. */
+static void test_quantize_q8_K(const isa_ops *s) {
+    if (s->isa != INF_ISA_AVX512 && s->isa != INF_ISA_AVX512_AMX) return;
+    char label[160];
+    begin(label, sizeof label, s, "quantize_row q8_K edge values");
+    enum { BLOCKS = 10, N = BLOCKS * INF_QK_K };
+    float *x = malloc(N * sizeof(float));
+    fill_uniform(x, N, -1.0f, 1.0f);
+    float *b1 = x + 1 * INF_QK_K, *b2 = x + 2 * INF_QK_K, *b3 = x + 3 * INF_QK_K, *b4 = x + 4 * INF_QK_K;
+    float *b5 = x + 5 * INF_QK_K, *b6 = x + 6 * INF_QK_K, *b7 = x + 7 * INF_QK_K, *b8 = x + 8 * INF_QK_K;
+    b1[5] = -3.0f, b1[200] = 3.0f; /* the negative one first: iscale > 0 */
+    b2[7] = 3.0f, b2[9] = -3.0f;
+    for (int i = 0; i < INF_QK_K; i++) b3[i] = 0.0f;
+    for (int i = 0; i < INF_QK_K; i++) b4[i] = (float)(i % 254 - 127) + 0.5f; /* amax 126.5 */
+    b4[3] = -127.0f; /* iscale 1: every other value an exact half */
+    b5[17] = NAN;
+    b6[100] = INFINITY; /* iscale -0: products 0 and NaN */
+    for (int i = 0; i < INF_QK_K; i++) b7[i] = i % 2 ? 1e-40f : -3e-39f;
+    b7[255] = 1e-30f;
+    for (int i = 0; i < INF_QK_K; i++) b8[i] *= 1e30f;
+    inf_block_q8_K *got = calloc(BLOCKS, sizeof *got), *want = calloc(BLOCKS, sizeof *want);
+    inf_avx512_quantize_row_q8_K(x, got, N);
+    inf_quantize_row_q8_K(x, want, N);
+    for (int b = 0; b < BLOCKS; b++)
+        TEST_CHECK(memcmp(&got[b], &want[b], sizeof got[b]) == 0, "block %d differs from inf_quantize_row_q8_K", b);
+    free(x), free(got), free(want);
+}
+
 /* The block types' AMX tiles (quant_amx.c: Q4_1, Q5_1 and the super-block
  * types) called directly, also at the token counts the op gives the avx512
  * gemm (under the tiles' thresholds, down to 1), on ragged row ranges of
@@ -1537,6 +1568,7 @@ int main(int argc, char **argv) {
                 test_matvec_kernel(&s);
                 test_matvec_any_address(&s);
 #if defined(__x86_64__)
+                test_quantize_q8_K(&s);
                 test_amx_quant_tiles(&s);
 #endif
                 test_matmul_group(&s);

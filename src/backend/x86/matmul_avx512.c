@@ -177,7 +177,7 @@ void inf_avx512_act_prepare(inf_dtype type, const float *x, int64_t cols, void *
         break;
     }
     case INF_DTYPE_F32: memcpy(row, x, (size_t)cols * 4); break;
-    default: inf_act_prepare_quant(type, x, cols, row); break;
+    default: inf_avx512_act_prepare_quant(type, x, cols, row); break;
     }
 }
 

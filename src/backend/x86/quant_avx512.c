@@ -528,9 +528,60 @@ size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols) {
 /* The matvec's activation rows; for the 32-block types with the quants
  * flipped to x ^ 0x80 (= x + 128 as unsigned), the operand their gemm
  * broadcasts (see qgemm32_tile). */
+/* inf_quantize_row_q8_K 16 lanes at a time, bit for bit: the first
+ * element of largest magnitude (NaN ignored) sets iscale = -127 / max;
+ * each product iscale * x rounded to nearest even (VCVTPS2DQ in the
+ * default rounding mode, nearest_int's rounding for the |v| <= 127 it
+ * sees; a NaN product, an infinite input's, gives INT_MIN, whose low byte
+ * is nearest_int's 0), capped at 127, its low byte kept; one lane group
+ * of 16 is one bsum. */
+void inf_avx512_quantize_row_q8_K(const float *x, inf_block_q8_K *y, int64_t n) {
+    for (int64_t b = 0; b < n / INF_QK_K; b++) {
+        const float *xb = x + b * INF_QK_K;
+        __m512 v[16], m = _mm512_setzero_ps();
+        for (int g = 0; g < 16; g++) {
+            v[g] = _mm512_loadu_ps(xb + 16 * g);
+            m = _mm512_max_ps(_mm512_abs_ps(v[g]), m); /* vmaxps keeps m for a NaN lane */
+        }
+        const float amax = _mm512_reduce_max_ps(m);
+        if (amax == 0.0f) {
+            memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        float max = 0.0f;
+        for (int g = 0; g < 16; g++) {
+            const __mmask16 at = _mm512_cmp_ps_mask(_mm512_abs_ps(v[g]), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+            if (at) {
+                max = xb[16 * g + __builtin_ctz(at)];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        const __m512 vs = _mm512_set1_ps(iscale);
+        for (int g = 0; g < 16; g++) {
+            const __m512i q = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(vs, v[g])), _mm512_set1_epi32(127));
+            const __m128i q8 = _mm512_cvtepi32_epi8(q);
+            _mm_storeu_si128((__m128i *)(y[b].qs + 16 * g), q8);
+            y[b].bsums[g] = (int16_t)_mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q8));
+        }
+        y[b].d = 1.0f / iscale;
+    }
+}
+
+void inf_avx512_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, void *row) {
+    if (inf_quant_act_type(type) == INF_ACT_Q8_K) inf_avx512_quantize_row_q8_K(x, row, cols);
+    else inf_act_prepare_quant(type, x, cols, row);
+}
+
 void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
     (void)n;
-    inf_act_prepare_quant_rows(type, x, cols, t0, t1, buf, inf_dtype_block_elems(type) == INF_QK);
+    if (inf_quant_act_type(type) != INF_ACT_Q8_K) {
+        inf_act_prepare_quant_rows(type, x, cols, t0, t1, buf, inf_dtype_block_elems(type) == INF_QK);
+        return;
+    }
+    const size_t stride = inf_act_row_bytes_quant(type, cols);
+    for (int t = t0; t < t1; t++)
+        inf_avx512_quantize_row_q8_K(x + (size_t)t * (size_t)cols, (inf_block_q8_K *)((char *)buf + (size_t)t * stride), cols);
 }
 
 /* One super-block of one row: the codes in element order, and the scale,

@@ -8,6 +8,7 @@
 #define INF_X86_KERNELS_H
 
 #include "backend/kernels.h"
+#include "core/quant.h"
 
 /* Whether the CPU is AMD's (cpuid vendor "AuthenticAMD"), for the kernels
  * that tune by vendor; cpuid runs once (in a VM it traps: microseconds),
@@ -194,6 +195,10 @@ void inf_avx512_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, 
  * The super-block types' (Q2_K .. Q6_K, IQ4_XS) is bit-identical to the
  * matvec and to ref.c. */
 void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
+/* inf_act_prepare_quant with the Q8_K rows (the super-block types')
+ * quantized by inf_avx512_quantize_row_q8_K: the same bytes. */
+void inf_avx512_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, void *row);
+void inf_avx512_quantize_row_q8_K(const float *x, inf_block_q8_K *y, int64_t n);
 void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                       void *pack);
 size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols);
