@@ -525,9 +525,6 @@ size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols) {
     return (INF_X86_GEMM_ROWS / QG_ROWS) * (size_t)(cols / INF_QK_K) * QG_BLOCK;
 }
 
-/* The matvec's activation rows; for the 32-block types with the quants
- * flipped to x ^ 0x80 (= x + 128 as unsigned), the operand their gemm
- * broadcasts (see qgemm32_tile). */
 /* inf_quantize_row_q8_K 16 lanes at a time, bit for bit: the first
  * element of largest magnitude (NaN ignored) sets iscale = -127 / max;
  * each product iscale * x rounded to nearest even (VCVTPS2DQ in the
@@ -573,6 +570,9 @@ void inf_avx512_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, 
     else inf_act_prepare_quant(type, x, cols, row);
 }
 
+/* The matvec's activation rows; for the 32-block types with the quants
+ * flipped to x ^ 0x80 (= x + 128 as unsigned), the operand their gemm
+ * broadcasts (see qgemm32_tile). */
 void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
     (void)n;
     if (inf_quant_act_type(type) != INF_ACT_Q8_K) {
