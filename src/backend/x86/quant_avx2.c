@@ -65,9 +65,9 @@ INLINE __m256i bits_to_bytes(uint32_t bits) {
 
 /* 16 nibble bytes as the 32 codes of a block (low nibbles first). */
 INLINE __m256i nibbles16(const uint8_t *qs) {
-    const __m128i q = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(0x0F);
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)), _mm_and_si128(_mm_srli_epi16(q, 4), m4),
-                                   1);
+    /* the 16 bytes in both halves, the high half shifted right by 4 */
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
 }
 
 INLINE __m256i iq4_values(__m256i idx) {
