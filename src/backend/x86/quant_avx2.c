@@ -141,19 +141,22 @@ INLINE void rows32_r(inf_dtype type, const inf_weight *w, const char *const *xa,
     }
     for (int64_t b = 0; b < nb; b++) {
         __m256i u[RV_ROWS];
-        float dw[RV_ROWS], mw[RV_ROWS];
+        float mw[RV_ROWS];
+        __m128i dh = _mm_setzero_si128(); /* the R rows' f16 scales, lane i row i */
         _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
             const char *blk = wr[i] + (size_t)b * wb;
             if ((b & 3) == 0) prefetch_block(blk, 2);
             u[i] = block_codes(type, blk);
-            dw[i] = f16c_to_f32(f16_at(blk));
+            dh = _mm_insert_epi16(dh, f16_at(blk), i);
             mw[i] = q8_1 ? f16c_to_f32(f16_at(blk + 2)) : 0.0f;
         }
+        const __m256 dw = _mm256_castps128_ps256(_mm_cvtph_ps(dh));
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
             const char *x = xa[t] + (size_t)b * xb;
             const __m256i xq = _mm256_loadu_si256((const __m256i *)(x + xq_at));
             const __m256i off = c ? dot4(_mm256_set1_epi8((char)c), xq) : _mm256_setzero_si256();
             const float dx = f16c_to_f32(f16_at(x)), sx = q8_1 ? f16c_to_f32(f16_at(x + 2)) : 0.0f;
+            const __m256 dwdx = _mm256_mul_ps(dw, _mm256_set1_ps(dx)); /* lane i: dw_i * dx, as one f32 multiply */
             _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
                 __m256i d;
                 if (type == INF_DTYPE_IQ4_NL) d = dot4s(u[i], xq);
@@ -162,7 +165,8 @@ INLINE void rows32_r(inf_dtype type, const inf_weight *w, const char *const *xa,
                     if (c) d = _mm256_sub_epi32(d, off);
                 }
                 if (q8_1) summs[i][t] += mw[i] * sx;
-                acc[i][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i] * dx), _mm256_cvtepi32_ps(d), acc[i][t]);
+                const __m256 s = _mm256_permutevar8x32_ps(dwdx, _mm256_set1_epi32(i));
+                acc[i][t] = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(d), acc[i][t]);
             }
         }
     }
