@@ -113,14 +113,14 @@ INLINE __m256i block_codes(inf_dtype type, const char *w) {
     }
 }
 
-/* Rows [r0, r1) R at a time: each row's sum is formed exactly as alone
- * (one 8-lane f32 accumulator per token, block after block, llama.cpp's
- * order), but R rows' chains of dependent FMAs run side by side, and a
+/* Rows r .. r + R - 1 side by side: each row's sum is formed exactly as
+ * alone (one 8-lane f32 accumulator per token, block after block,
+ * llama.cpp's order), but R rows' chains of dependent FMAs overlap, a
  * token's quants are loaded (and Q4_0/Q5_0's offset term formed) once
- * for the R rows. One row at a time the chain's latency bound it: Zen 5,
- * AVX2, Qwen3-0.6B Q4_0 decode spent 54% of its samples here at 2x Q6_K's
- * time per byte, and taking a third of the work out of the loop changed
- * nothing. */
+ * for the R rows, and the rows' f16 scales are converted and multiplied
+ * by d_x together (the same f32 products). The kernel is compute-bound:
+ * on Zen 5 with AVX2 a Qwen3-0.6B Q4_0 decode spent 54% of its samples
+ * here, twice Q6_K's time per byte, when it took one row at a time. */
 INLINE void rows32_r(inf_dtype type, const inf_weight *w, const char *const *xa, const int NT, const int R, int64_t r,
                      float *y, size_t ys, int t0) {
     const int64_t nb = w->cols / INF_QK;
@@ -142,15 +142,15 @@ INLINE void rows32_r(inf_dtype type, const inf_weight *w, const char *const *xa,
     for (int64_t b = 0; b < nb; b++) {
         __m256i u[RV_ROWS];
         float mw[RV_ROWS];
-        __m128i dh = _mm_setzero_si128(); /* the R rows' f16 scales, lane i row i */
+        uint64_t dh = 0; /* the R rows' f16 scales, row i in bits 16i .. 16i + 15 */
         _Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
             const char *blk = wr[i] + (size_t)b * wb;
             if ((b & 3) == 0) prefetch_block(blk, 2);
             u[i] = block_codes(type, blk);
-            dh = _mm_insert_epi16(dh, f16_at(blk), i);
+            dh |= (uint64_t)f16_at(blk) << (16 * i);
             mw[i] = q8_1 ? f16c_to_f32(f16_at(blk + 2)) : 0.0f;
         }
-        const __m256 dw = _mm256_castps128_ps256(_mm_cvtph_ps(dh));
+        const __m256 dw = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)dh)));
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
             const char *x = xa[t] + (size_t)b * xb;
             const __m256i xq = _mm256_loadu_si256((const __m256i *)(x + xq_at));
