@@ -7,6 +7,7 @@
 #   make TSAN=1           ThreadSanitizer build (in build-tsan/)
 #   make kernel-tests     the backend alone and its tests (no cJSON etc.)
 #   make build/attn_bench decode attention, contiguous vs paged KV (bench/attn_bench.c)
+#   make build/decode_ceiling  the read-only floor of a model's decode (bench/decode_ceiling.c)
 #   make build/gguf_to_hf a synthetic GGUF as a Hugging Face directory (scripts/synth-hf.sh)
 #   make build/gguf_split a GGUF split as llama.cpp's gguf-split does (bench/gguf_split.c)
 #   make CC=aarch64-linux-gnu-gcc BUILD=build-arm64 kernel-tests
@@ -205,6 +206,10 @@ fuzz-targets: $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
 # Decode attention on contiguous and paged KV caches (not a test).
 $(BUILD)/attn_bench: bench/attn_bench.c $(BUILD)/libinferno-kernels.a
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno-kernels.a -lpthread -lm
+
+# One token's weight products read with the pool, no arithmetic (not a test).
+$(BUILD)/decode_ceiling: bench/decode_ceiling.c $(BUILD)/libinferno.a
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
 
 # A synthetic GGUF as a Hugging Face checkpoint directory (not a test; scripts/synth-hf.sh).
 $(BUILD)/gguf_to_hf: bench/gguf_to_hf.c $(BUILD)/libinferno.a
