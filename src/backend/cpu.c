@@ -925,6 +925,15 @@ static void decode_task(void *ctx, int task, int thread) {
     j->c->ref->attn_decode(j->c->ref, &one, j->q + off, &kh, &vh, j->out + off);
 }
 
+/* Multiply-adds of one decode token's attention: q·K and p·V. From ~32
+ * positions on (Qwen3-0.6B's heads) both threads take KV heads: its K and
+ * V rows come from DRAM, latency-bound, so two threads read them faster
+ * (build/attn_bench -t 2, Zen 5, µs per layer serial -> parallel: depth
+ * 32 11-20 -> 9, depth 48 20 -> 12-13; depth 8 and 17 no better). */
+static double decode_attn_work(const inf_attn_shape *sh) {
+    return 2.0 * (sh->pos0 + 1) * sh->n_head * sh->head_dim;
+}
+
 static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const float *q,
                             const inf_kv_view *k, const inf_kv_view *v, float *out) {
     cpu_backend *c = cpu_of(self);
@@ -934,7 +943,7 @@ static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const
         c->ref->attn_decode(c->ref, sh, q, k, v, out);
         return;
     }
-    run_tasks(c, j.tasks, decode_task, &j, (double)(sh->pos0 + 1) * sh->n_head * sh->head_dim);
+    run_tasks(c, j.tasks, decode_task, &j, decode_attn_work(sh));
 }
 
 typedef struct decode_seqs_job {
@@ -970,7 +979,7 @@ static void cpu_attn_decode_seqs(const inf_ops *self, int n_seqs, const inf_attn
     for (int s = 0; s < n_seqs && fast; s++) {
         fast = shapes[s].n_tok == 1 && kernels_read_kv(c, &k_caches[s], &v_caches[s]);
         if (fast) tmp = INF_MAX(tmp, c->k->attn_tmp_bytes(&shapes[s]));
-        work += (double)(shapes[s].pos0 + 1) * shapes[s].n_head * shapes[s].head_dim;
+        work += decode_attn_work(&shapes[s]);
     }
     if (!fast || !ensure_tmp(c, tmp)) { /* one sequence at a time: the same results */
         for (int s = 0; s < n_seqs; s++) {
