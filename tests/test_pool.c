@@ -1,7 +1,8 @@
 /*
  * test_pool.c — the thread pool: every task runs exactly once per job, jobs
  * run back to back and after the workers fell asleep, results are the same
- * for every thread count. Also built and run under ThreadSanitizer by
+ * for every thread count; idle work (inf_pool_idle) runs on the workers
+ * only, stops when it says so, and never holds up the next job. Also built and run under ThreadSanitizer by
  * scripts/check.sh.
  */
 #include "harness.h"
@@ -64,8 +65,68 @@ static void run_jobs(int n_threads) {
     inf_pool_free(p);
 }
 
+typedef struct idle_job {
+    atomic_int steps;
+    atomic_int bad; /* a step on the caller's thread, or after fn said stop */
+    int limit;      /* steps fn asks for; 0: endless */
+} idle_job;
+
+static bool idle_step(void *ctx, int thread, int step) {
+    idle_job *j = ctx;
+    if (thread < 1 || (j->limit && step >= j->limit)) atomic_store(&j->bad, 1);
+    atomic_fetch_add(&j->steps, 1);
+    return j->limit == 0 || step + 1 < j->limit;
+}
+
+/* Idle work between jobs: endless idle work must give way to every job
+ * (the test would hang otherwise), limited work stops at its limit. */
+static void run_idle_jobs(int n_threads) {
+    char name[64];
+    snprintf(name, sizeof name, "pool idle work, %d threads", n_threads);
+    test_begin(name);
+    inf_pool *p = inf_pool_new(n_threads);
+    if (!TEST_CHECK(p != NULL, "pool_new(%d)", n_threads)) return;
+    idle_job endless = {.limit = 0}, limited = {.limit = 3};
+    atomic_init(&endless.steps, 0);
+    atomic_init(&endless.bad, 0);
+    atomic_init(&limited.steps, 0);
+    atomic_init(&limited.bad, 0);
+    enum { N_TASKS = 64 };
+    atomic_int hits[N_TASKS];
+    double out[N_TASKS];
+    int wrong = 0;
+    for (int rep = 0; rep < 200; rep++) {
+        inf_pool_idle(p, idle_step, rep % 2 ? (void *)&limited : (void *)&endless);
+        if (rep % 50 == 0) { /* let the workers run it a while */
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        for (int t = 0; t < N_TASKS; t++) atomic_init(&hits[t], 0);
+        job j = {hits, out, n_threads - 1, 0};
+        inf_pool_run(p, N_TASKS, count_task, &j);
+        for (int t = 0; t < N_TASKS; t++) wrong += atomic_load(&hits[t]) != 1;
+    }
+    TEST_CHECK(wrong == 0, "%d tasks ran other than once", wrong);
+    if (n_threads == 1) {
+        TEST_CHECK(atomic_load(&endless.steps) == 0 && atomic_load(&limited.steps) == 0,
+                   "one thread: no idle work runs");
+    } else { /* a worker spinning after the last job takes the next idle work */
+        inf_pool_idle(p, idle_step, &endless);
+        const int before = atomic_load(&endless.steps);
+        for (int i = 0; i < 2000 && atomic_load(&endless.steps) == before; i++) {
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        TEST_CHECK(atomic_load(&endless.steps) > before, "idle work posted to spinning workers ran");
+    }
+    TEST_CHECK(atomic_load(&endless.bad) == 0 && atomic_load(&limited.bad) == 0,
+               "idle steps ran on the caller's thread or past their limit");
+    inf_pool_free(p); /* joins the workers: the idle jobs outlive every step */
+}
+
 int main(void) {
     TEST_CHECK(inf_pool_new(0) == NULL, "pool of 0 threads is refused");
     for (int n = 1; n <= 4; n++) run_jobs(n);
+    for (int n = 1; n <= 3; n++) run_idle_jobs(n);
     return test_summary();
 }

@@ -12,8 +12,9 @@
  *
  * Splits: matmul by weight rows (decode, and weights packed at load for
  * any token count: one range per thread, claimed from the front and
- * stolen from the back, run_ranges; prefill: gemm row panels, each
- * multiplied with every token), attention by
+ * stolen from the back, run_ranges, whose front a worker may have read
+ * ahead while the caller ran the ops before it, matmul_ahead; prefill:
+ * gemm row panels, each multiplied with every token), attention by
  * KV head (decode) and by KV head x query block (prefill, largest tasks
  * first), element-wise ops by rows or chunks once they are large enough to
  * pay for a dispatch. An op an ISA lacks runs the reference op of ref.c on
@@ -180,6 +181,7 @@ typedef struct cpu_backend {
     int n_threads;
     thread_tmp *tmp; /* [n_threads] */
     range_slot *slots; /* [n_threads] row ranges of the product running (run_ranges) */
+    struct ahead_spans *ahead; /* [n_threads] what each worker reads ahead (matmul_ahead) */
     /* RoPE table of the last call: cos/sin [n_tok][2][head_dim/2] */
     float *rope_cs;     /* [rope_n_tok][head_dim]: cos, sin of each token's angles */
     int32_t *rope_pos;  /* [rope_n_tok] the positions it was computed for */
@@ -357,16 +359,31 @@ static void range_run(const range_job *j, uint32_t lo, uint32_t hi, int thread) 
     j->fn(j->ctx, (int64_t)lo * j->grain, INF_MIN(j->units, (int64_t)hi * j->grain), thread);
 }
 
-/* Task t of run_ranges: slot t's share from the front, then the others'
- * from the back. The pool orders the slots' setup before every task. */
+/* A task of run_ranges: its thread's slot's share from the front, then
+ * the others' from the back (thread t owns slot t, the share that
+ * matmul_ahead read ahead for it; a thread that runs two tasks, the other
+ * having started late, finds its slot empty the second time and steals).
+ * The pool orders the slots' setup before every task. */
 static void range_task(void *ctx, int task, int thread) {
+    (void)task;
     const range_job *j = ctx;
+    const int own = thread % j->n_slots;
     uint32_t lo, hi;
-    while (claim_grains(&j->slots[task], true, &lo, &hi)) range_run(j, lo, hi, thread);
+    while (claim_grains(&j->slots[own], true, &lo, &hi)) range_run(j, lo, hi, thread);
     for (int d = 1; d < j->n_slots; d++) {
-        range_slot *victim = &j->slots[(task + d) % j->n_slots];
+        range_slot *victim = &j->slots[(own + d) % j->n_slots];
         while (claim_grains(victim, false, &lo, &hi)) range_run(j, lo, hi, thread);
     }
+}
+
+/* How run_ranges splits `units` rows: grains of *grain rows, *grains of
+ * them, into the returned number of shares (1: not split). */
+static int range_split(const cpu_backend *c, int64_t units, size_t row_bytes, int64_t align, int64_t *grain,
+                       int64_t *grains) {
+    *grain = (INF_MAX(align, (int64_t)(RANGE_GRAIN_BYTES / row_bytes)) + align - 1) / align * align;
+    *grains = (units + *grain - 1) / *grain;
+    const int64_t min_grains = INF_MAX(1, (int64_t)(RANGE_MIN_SHARE_BYTES / row_bytes) / *grain);
+    return *grains > UINT32_MAX ? 1 : split_tasks(c, *grains, min_grains, 1);
 }
 
 /* fn over rows [0, units) of row_bytes each, in pieces whose bounds are
@@ -374,11 +391,9 @@ static void range_task(void *ctx, int task, int thread) {
  * thread. */
 static void run_ranges(cpu_backend *c, int64_t units, size_t row_bytes, int64_t align, range_fn fn, void *ctx,
                        double work) {
-    const int64_t grain = (INF_MAX(align, (int64_t)(RANGE_GRAIN_BYTES / row_bytes)) + align - 1) / align * align;
-    const int64_t grains = (units + grain - 1) / grain;
-    const int64_t min_grains = INF_MAX(1, (int64_t)(RANGE_MIN_SHARE_BYTES / row_bytes) / grain);
-    const int n_slots = split_tasks(c, grains, min_grains, 1);
-    if (n_slots == 1 || grains > UINT32_MAX) {
+    int64_t grain, grains;
+    const int n_slots = range_split(c, units, row_bytes, align, &grain, &grains);
+    if (n_slots == 1) {
         fn(ctx, 0, units, 0);
         return;
     }
@@ -561,6 +576,21 @@ static bool same_packed_act(const inf_weight *a, const inf_weight *b) {
     return ea == INF_QK_K && eb == INF_QK_K && inf_quant_act_type(a->type) == inf_quant_act_type(b->type);
 }
 
+/* Whether a group's products share one dispatch (cpu_matmul_group), and
+ * in *packed whether that is over weights packed at load. */
+static bool group_shared(const cpu_backend *c, const inf_weight *const *w, int count, int n, int n_decode,
+                         bool *packed) {
+    *packed = count <= MATMUL_GROUP_MAX;
+    for (int i = 0; i < count && *packed; i++)
+        *packed = packed_here(c, w[i]) && same_packed_act(w[i], w[0]) && w[i]->cols == w[0]->cols;
+    bool shared = *packed || (isa_matvec(c, w[0]->type) && count <= MATMUL_GROUP_MAX &&
+                              !use_gemm(c, w[0]->type, n, n_decode) &&
+                              (n_decode == 0 || n_decode == n || rows_kind_free(c, w[0]->type)));
+    for (int i = 1; i < count && shared && !*packed; i++)
+        shared = w[i]->type == w[0]->type && w[i]->cols == w[0]->cols;
+    return shared;
+}
+
 /* Decode-sized groups of weights of one type and width, or any group of
  * weights packed at load that take the same activations: those are
  * prepared once and all rows split among the threads in one dispatch (one
@@ -568,15 +598,8 @@ static bool same_packed_act(const inf_weight *a, const inf_weight *b) {
 static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
                              int n_decode, float *const *y, void *scratch) {
     cpu_backend *c = cpu_of(self);
-    bool packed = count <= MATMUL_GROUP_MAX;
-    for (int i = 0; i < count && packed; i++)
-        packed = packed_here(c, w[i]) && same_packed_act(w[i], w[0]) && w[i]->cols == w[0]->cols;
-    bool shared = packed || (isa_matvec(c, w[0]->type) && count <= MATMUL_GROUP_MAX &&
-                             !use_gemm(c, w[0]->type, n, n_decode) &&
-                             (n_decode == 0 || n_decode == n || rows_kind_free(c, w[0]->type)));
-    for (int i = 1; i < count && shared && !packed; i++)
-        shared = w[i]->type == w[0]->type && w[i]->cols == w[0]->cols;
-    if (!shared) {
+    bool packed;
+    if (!group_shared(c, w, count, n, n_decode, &packed)) {
         for (int i = 0; i < count; i++) cpu_matmul(self, w[i], x, n, n_decode, y[i], scratch);
         return;
     }
@@ -587,6 +610,94 @@ static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, in
     run_ranges(c, j.total_rows, w[0]->row_bytes, packed ? range_align(c, n) : 16,
                packed ? gemm_group_rows : matvec_group_rows, &j,
                (double)j.total_rows * (double)w[0]->cols * n);
+}
+
+/* ------------------------------------------------------------------ reading ahead */
+
+/* Between two decode products the calling thread runs the serial ops
+ * (norms, RoPE, shallow attention, rounding the activations) while the
+ * other threads spin. matmul_ahead has each of them read the front of the
+ * share of the next product's rows that it will own (run_ranges' split,
+ * thread t's slot t) into its caches meanwhile: the memory is read while
+ * it would stand idle, and that thread's share starts warm. */
+enum {
+    AHEAD_MAX_TOKENS = 16,       /* decode-sized products only */
+    AHEAD_MAX_BYTES = 1 << 20,   /* per thread: within its L2 (or L3) */
+    AHEAD_STEP_BYTES = 4096,      /* between looks at whether the product has come */
+};
+
+/* Where a worker reads ahead: its share's rows, as runs of bytes (one per
+ * weight of a group). Atomics: a worker may still read them while the
+ * next hint is written (a torn span only prefetches the wrong bytes). */
+typedef struct ahead_spans {
+    _Alignas(64) _Atomic(uintptr_t) addr[MATMUL_GROUP_MAX];
+    _Atomic size_t bytes[MATMUL_GROUP_MAX];
+} ahead_spans;
+
+static bool ahead_step(void *ctx, int thread, int step) {
+    ahead_spans *a = &((cpu_backend *)ctx)->ahead[thread];
+    size_t off = (size_t)step * AHEAD_STEP_BYTES;
+    for (int s = 0; s < MATMUL_GROUP_MAX; s++) {
+        const size_t bytes = atomic_load_explicit(&a->bytes[s], memory_order_relaxed);
+        if (off >= bytes) {
+            off -= bytes;
+            continue;
+        }
+        const char *p = (const char *)atomic_load_explicit(&a->addr[s], memory_order_relaxed) + off;
+        const size_t n = INF_MIN(bytes - off, (size_t)AHEAD_STEP_BYTES);
+        for (size_t i = 0; i < n; i += 64) __builtin_prefetch(p + i, 0, 3);
+        return true;
+    }
+    return false;
+}
+
+/* The bytes of rows [r0, r1) of w as the next product reads them (packed
+ * rows are in groups: their place is taken in proportion). */
+static void weight_span(const cpu_backend *c, const inf_weight *w, int64_t r0, int64_t r1, uintptr_t *addr,
+                        size_t *bytes) {
+    const bool packed = packed_here(c, w);
+    const size_t total = packed ? c->k->packed_bytes(w) : (size_t)w->rows * w->row_bytes;
+    const size_t b0 = (size_t)((double)total * (double)r0 / (double)w->rows);
+    const size_t b1 = (size_t)((double)total * (double)r1 / (double)w->rows);
+    *addr = (uintptr_t)(packed ? w->packed : w->data) + b0;
+    *bytes = b1 - b0;
+}
+
+static void cpu_matmul_ahead(const inf_ops *self, const inf_weight *const *w, int count, int n) {
+    cpu_backend *c = cpu_of(self);
+    if (c->n_threads == 1 || !c->k || n > AHEAD_MAX_TOKENS || count < 1 || range_align(c, n) != 16) return;
+    /* the next dispatch: the group's rows together, or its first weight's */
+    bool packed;
+    if (count > 1 && !group_shared(c, w, count, n, n, &packed)) count = 1;
+    if (count == 1 && !(packed_here(c, w[0]) || (isa_matvec(c, w[0]->type) && !use_gemm(c, w[0]->type, n, n))))
+        return;
+    int64_t units = 0;
+    for (int i = 0; i < count; i++) units += w[i]->rows;
+    int64_t grain, grains;
+    const int n_slots = range_split(c, units, w[0]->row_bytes, 16, &grain, &grains);
+    if (n_slots == 1) return;
+    for (int t = 1; t < c->n_threads; t++) {
+        ahead_spans *a = &c->ahead[t];
+        int64_t lo = 0, hi = 0;
+        if (t < n_slots) {
+            task_range(grains, n_slots, t, 1, &lo, &hi);
+            lo = INF_MIN(units, lo * grain);
+            hi = INF_MIN(units, INF_MIN(hi * grain, lo + (int64_t)(AHEAD_MAX_BYTES / w[0]->row_bytes)));
+        }
+        int64_t base = 0;
+        for (int i = 0; i < MATMUL_GROUP_MAX; i++) {
+            uintptr_t addr = 0;
+            size_t bytes = 0;
+            if (i < count) {
+                const int64_t r0 = INF_MAX(lo, base) - base, r1 = INF_MIN(hi, base + w[i]->rows) - base;
+                if (r0 < r1) weight_span(c, w[i], r0, r1, &addr, &bytes);
+                base += w[i]->rows;
+            }
+            atomic_store_explicit(&a->addr[i], addr, memory_order_relaxed);
+            atomic_store_explicit(&a->bytes[i], bytes, memory_order_relaxed);
+        }
+    }
+    inf_pool_idle(c->pool, ahead_step, c);
 }
 
 /* ------------------------------------------------------------------ packed weights */
@@ -1050,7 +1161,8 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
     c->pool = inf_pool_new(n_threads);
     c->tmp = calloc((size_t)n_threads, sizeof *c->tmp);
     c->slots = inf_alloc_aligned((size_t)n_threads * sizeof *c->slots);
-    if (!c->pool || !c->tmp || !c->slots) {
+    c->ahead = inf_alloc_aligned((size_t)n_threads * sizeof *c->ahead);
+    if (!c->pool || !c->tmp || !c->slots || !c->ahead) {
         inf_ops_cpu_free(&c->ops);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for %d threads", n_threads);
     }
@@ -1064,6 +1176,7 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
         .quantize_q8_0 = c->k && c->k->quantize_row_q8_0 ? cpu_quantize_q8_0 : NULL,
         .matmul = cpu_matmul,
         .matmul_group = cpu_matmul_group,
+        .matmul_ahead = cpu_matmul_ahead,
         .rmsnorm = cpu_rmsnorm,
         .rope_neox = cpu_rope_neox,
         .hadamard = cpu_hadamard,
@@ -1087,6 +1200,7 @@ void inf_ops_cpu_free(inf_ops *ops) {
         for (int i = 0; i < c->n_threads; i++) inf_free_aligned(c->tmp[i].p);
     free(c->tmp);
     inf_free_aligned(c->slots);
+    inf_free_aligned(c->ahead);
     inf_free_aligned(c->rope_cs);
     free(c->rope_pos);
     free(c);

@@ -215,6 +215,11 @@ struct inf_ops {
      * a backend may prepare x once and split all the rows in one dispatch. */
     void (*matmul_group)(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
                          int n_decode, float *const *y, void *scratch);
+    /* Optional (NULL: no hint): the next matmul_group (count > 1) or matmul
+     * is of w[0 .. count) for n decode rows, and the caller runs other ops
+     * first. A backend's idle threads may start reading the weights
+     * meanwhile. A hint only: nothing computed depends on it. */
+    void (*matmul_ahead)(const inf_ops *self, const inf_weight *const *w, int count, int n);
 
     /* y[r] = x[r] * w / sqrt(mean(x[r]^2) + eps) for each of n_rows rows of
      * length dim; y may alias x. Used for the block norms (dim = n_embd)

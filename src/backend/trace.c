@@ -111,6 +111,12 @@ static void trace_matmul_group(const inf_ops *self, const inf_weight *const *w, 
     record(self, TRACE_MATMUL, t0, bytes, flops);
 }
 
+/* A hint, forwarded and not counted. */
+static void trace_matmul_ahead(const inf_ops *self, const inf_weight *const *w, int count, int n) {
+    const inf_ops *in = trace_of(self)->inner;
+    in->matmul_ahead(in, w, count, n);
+}
+
 static void trace_rmsnorm(const inf_ops *self, float *y, const float *x, const float *w, int n_rows,
                           int dim, float eps) {
     const inf_ops *in = trace_of(self)->inner;
@@ -234,6 +240,7 @@ inf_ops *inf_ops_trace_new(const inf_ops *inner) {
         .buffer_free = trace_buffer_free,
         .matmul = trace_matmul,
         .matmul_group = trace_matmul_group,
+        .matmul_ahead = inner->matmul_ahead ? trace_matmul_ahead : NULL,
         .rmsnorm = trace_rmsnorm,
         .rope_neox = trace_rope_neox,
         .hadamard = trace_hadamard,

@@ -12,6 +12,11 @@
  * n_tasks. It never waits for a worker that has not started: a worker
  * that wakes late (descheduled by the OS while other processes load the
  * cores) finds the job's claims used up, or takes part in the next job.
+ *
+ * An idle job is a generation of its own: `idle_generation` names it
+ * (stored before the bump), its fn and ctx are atomics (a worker may load
+ * them after the caller has posted again), and a worker runs its steps
+ * while `generation` still equals it.
  */
 #include "core/pool.h"
 
@@ -50,6 +55,10 @@ struct inf_pool {
     /* the current job, published before `claim` */
     inf_pool_fn fn;
     void *ctx;
+    /* the last idle job (inf_pool_idle) */
+    atomic_uint idle_generation;
+    _Atomic(inf_pool_idle_fn) idle_fn;
+    _Atomic(void *) idle_ctx;
 };
 
 static void run_tasks(inf_pool *p, int thread) {
@@ -60,6 +69,16 @@ static void run_tasks(inf_pool *p, int thread) {
         p->fn(p->ctx, (int)task, thread);
         atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
     }
+}
+
+static void run_idle(inf_pool *p, unsigned gen, int thread) {
+    const inf_pool_idle_fn fn = atomic_load_explicit(&p->idle_fn, memory_order_relaxed);
+    void *ctx = atomic_load_explicit(&p->idle_ctx, memory_order_relaxed);
+    if (!fn) return;
+    for (int step = 0; atomic_load_explicit(&p->generation, memory_order_relaxed) == gen &&
+                       !atomic_load_explicit(&p->stop, memory_order_relaxed);
+         step++)
+        if (!fn(ctx, thread, step)) return;
 }
 
 static void *worker_main(void *arg) {
@@ -85,7 +104,8 @@ static void *worker_main(void *arg) {
         }
         if (atomic_load(&p->stop)) break;
         seen = gen;
-        run_tasks(p, wa->index);
+        if (gen == atomic_load_explicit(&p->idle_generation, memory_order_relaxed)) run_idle(p, gen, wa->index);
+        else run_tasks(p, wa->index);
     }
     return NULL;
 }
@@ -101,6 +121,9 @@ inf_pool *inf_pool_new(int n_threads) {
     atomic_init(&p->stop, false);
     atomic_init(&p->claim, 0);
     atomic_init(&p->done, 0);
+    atomic_init(&p->idle_generation, 0);
+    atomic_init(&p->idle_fn, NULL);
+    atomic_init(&p->idle_ctx, NULL);
     if (n_threads > 1) {
         p->threads = calloc((size_t)n_threads, sizeof *p->threads);
         p->args = calloc((size_t)n_threads, sizeof *p->args);
@@ -148,10 +171,25 @@ void inf_pool_run(inf_pool *p, int n_tasks, inf_pool_fn fn, void *ctx) {
     p->ctx = ctx;
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     atomic_store_explicit(&p->claim, (uint64_t)n_tasks << 32, memory_order_release);
+    /* not an idle job, even when the counter wraps onto the last one's */
+    atomic_store_explicit(&p->idle_generation, atomic_load_explicit(&p->generation, memory_order_relaxed),
+                          memory_order_relaxed);
     pthread_mutex_lock(&p->mutex);
     atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     if (p->sleepers) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mutex);
     run_tasks(p, 0);
     while (atomic_load_explicit(&p->done, memory_order_acquire) < n_tasks) cpu_relax();
+}
+
+void inf_pool_idle(inf_pool *p, inf_pool_idle_fn fn, void *ctx) {
+    if (p->n_threads == 1) return;
+    atomic_store_explicit(&p->idle_fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->idle_ctx, ctx, memory_order_relaxed);
+    /* the only writer of generation is this thread: +1 is the next value */
+    atomic_store_explicit(&p->idle_generation, atomic_load_explicit(&p->generation, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    pthread_mutex_lock(&p->mutex); /* no wake-up: a sleeping worker has nothing to hurry for */
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    pthread_mutex_unlock(&p->mutex);
 }

@@ -12,9 +12,20 @@
  * counter before sleeping on a condition variable, so back-to-back parallel
  * loops (decode runs hundreds per token) do not pay a wake-up each time.
  * Calls to inf_pool_run must not overlap (one caller thread at a time).
+ *
+ * inf_pool_idle hands the workers something to do while the caller works
+ * alone (decode's serial ops between products): each worker calls
+ * fn(ctx, thread, step) for step 0, 1, 2, ... until fn returns false or
+ * the next inf_pool_run or inf_pool_idle is posted (or the pool freed); the caller does not
+ * wait for it. A step should be short (the next job waits for it), and
+ * fn may read ctx after the caller has moved on, so ctx must outlive the
+ * pool and hold nothing whose tearing could do harm: meant for hints such
+ * as reading ahead into the caches, not for results.
  */
 #ifndef INF_POOL_H
 #define INF_POOL_H
+
+#include <stdbool.h>
 
 typedef struct inf_pool inf_pool;
 
@@ -26,5 +37,10 @@ void inf_pool_free(inf_pool *pool);
 int inf_pool_threads(const inf_pool *pool);
 
 void inf_pool_run(inf_pool *pool, int n_tasks, inf_pool_fn fn, void *ctx);
+
+typedef bool (*inf_pool_idle_fn)(void *ctx, int thread, int step);
+
+/* From the caller's thread, as inf_pool_run; a no-op with one thread. */
+void inf_pool_idle(inf_pool *pool, inf_pool_idle_fn fn, void *ctx);
 
 #endif /* INF_POOL_H */

@@ -101,6 +101,12 @@ static void gather_rows(float *dst, const float *src, const int32_t *keep, int n
             memmove(dst + (size_t)i * width, src + (size_t)keep[i] * width, width * sizeof(float));
 }
 
+/* Tells the backend which weights the next product reads, while the ops
+ * before it run (ops.h matmul_ahead): decode rows only. */
+static void read_ahead(const inf_ops *ops, const inf_weight *const *w, int count, int n, int n_decode) {
+    if (ops->matmul_ahead && n > 0 && n_decode == n) ops->matmul_ahead(ops, w, count, n);
+}
+
 void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const int32_t *tokens,
                    const qwen3_seq_rows *seqs, int n_seqs, float *logits) {
     const inf_ops *ops = m->ops;
@@ -141,12 +147,15 @@ void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const 
 
     for (int l = 0; l < c->n_layer; l++) {
         const qwen3_layer *L = &m->layers[l];
+        const inf_weight *qkv_w[3] = {&L->wq, &L->wk, &L->wv};
+        read_ahead(ops, qkv_w, 3, n, n_decode);
 
         ops->rmsnorm(ops, h, x, L->attn_norm, n, c->n_embd, c->rms_norm_eps);
         /* q [n][q_dim], k and v [n][kv_dim] */
-        const inf_weight *qkv_w[3] = {&L->wq, &L->wk, &L->wv};
         float *const qkv[3] = {w->q, w->k, w->v};
         ops->matmul_group(ops, qkv_w, 3, h, n, n_decode, qkv, w->scratch);
+        const inf_weight *wo = &L->wo;
+        if (l < c->n_layer - 1 || n_keep == n) read_ahead(ops, &wo, 1, n, n_decode);
         ops->rmsnorm(ops, w->q, w->q, L->q_norm, n * c->n_head, c->head_dim, c->rms_norm_eps);
         ops->rmsnorm(ops, w->k, w->k, L->k_norm, n * c->n_head_kv, c->head_dim, c->rms_norm_eps);
         ops->rope_neox(ops, w->q, n, c->n_head, c->head_dim, w->pos, &c->rope);
@@ -199,18 +208,26 @@ void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const 
         /* attn [rows][q_dim] */
         if (m->kv_rot_v) ops->hadamard(ops, w->attn, rows * c->q_dim / m->kv_rot_v, m->kv_rot_v); /* back */
         ops->matmul(ops, &L->wo, w->attn, rows, rows_decode, h, w->scratch);
+        const inf_weight *gate_up_w[2] = {&L->ffn_gate, &L->ffn_up};
+        read_ahead(ops, gate_up_w, 2, rows, rows_decode);
         ops->add(ops, x, h, (size_t)rows * E);
 
         ops->rmsnorm(ops, h, x, L->ffn_norm, rows, c->n_embd, c->rms_norm_eps);
-        const inf_weight *gate_up_w[2] = {&L->ffn_gate, &L->ffn_up};
         float *const gate_up[2] = {w->gate, w->up}; /* [rows][n_ff] each */
         ops->matmul_group(ops, gate_up_w, 2, h, rows, rows_decode, gate_up, w->scratch);
+        const inf_weight *down = &L->ffn_down;
+        read_ahead(ops, &down, 1, rows, rows_decode);
         ops->swiglu(ops, w->gate, w->gate, w->up, (size_t)rows * (size_t)c->n_ff);
         ops->matmul(ops, &L->ffn_down, w->gate, rows, rows_decode, h, w->scratch); /* [rows][n_embd] */
         ops->add(ops, x, h, (size_t)rows * E);
     }
 
     if (n_keep == 0) return;
+    const inf_weight *head = &m->output;
+    read_ahead(ops, &head, 1, n_keep, n_keep_decode);
     ops->rmsnorm(ops, h, x, m->output_norm, n_keep, c->n_embd, c->rms_norm_eps);
     ops->matmul(ops, &m->output, h, n_keep, n_keep_decode, logits, w->scratch); /* [n_keep][n_vocab] */
+    /* while the caller samples: the next decode step's first product */
+    const inf_weight *qkv0[3] = {&m->layers[0].wq, &m->layers[0].wk, &m->layers[0].wv};
+    read_ahead(ops, qkv0, 3, n_keep, n_keep_decode);
 }
