@@ -13,6 +13,8 @@
  *     those of token-by-token decode;
  *   - session rules: context full leaves the session unchanged, bad ids are
  *     refused, truncate + re-eval reproduces the logits;
+ *   - the pages of a mapped token_embd that lookups fault in are given
+ *     back every 16 rows;
  *   - split GGUFs (llama.cpp's gguf-split layout, written by
  *     gguf_split_write): 1, 3 and 5 shards (the first with metadata only),
  *     named by their first or last shard, mapped or read, give the
@@ -269,6 +271,69 @@ static void check_prefill_equals_decode(const geometry *g) {
 }
 
 /* ------------------------------------------------------------ session rules */
+
+/* Resident kB of the process's mappings of `path` (/proc/self/smaps); -1
+ * when it cannot be read. */
+static long mapped_file_rss_kb(const char *path) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[1024];
+    bool in_file = false;
+    long kb = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) { /* a mapping's first line; the path ends it */
+            line[strcspn(line, "\n")] = 0;
+            const size_t n = strlen(line), pn = strlen(path);
+            in_file = n >= pn && !strcmp(line + n - pn, path);
+        } else if (in_file && !strncmp(line, "Rss:", 4)) {
+            kb += atol(line + 4);
+        }
+    }
+    fclose(f);
+    return kb;
+}
+
+/* token_embd read from the file's mapping: each lookup maps pages of the
+ * file into the process (fault-around), and every 16 rows the model gives
+ * them back (qwen3.c, embed_tokens), so the process does not come to hold
+ * the whole table beside its packed head. */
+static void check_embedding_pages_given_back(void) {
+    test_begin("looked-up rows of a mapped token_embd are given back");
+    inf_synth_options o;
+    tiny_options(&o);
+    o.n_vocab = 16384; /* 4 MiB of f32 rows: more than a fault maps */
+    char path[256];
+    snprintf(path, sizeof path, "%s/embd.gguf", tmpdir);
+    inf_error err = {0};
+    inf_model *m = NULL;
+    inf_session *s = NULL;
+    if (!TEST_CHECK(inf_synth_write(&o, path, &err) == INF_OK, "synth: %s", err.msg) ||
+        !TEST_CHECK(inf_model_load(path, NULL, &m, &err) == INF_OK, "load: %s", err.msg))
+        return;
+    inf_model_info info;
+    inf_model_get_info(m, &info);
+    float *logits = malloc((size_t)info.n_vocab * sizeof(float));
+    if (TEST_CHECK(inf_session_new(m, 64, &s, &err) == INF_OK, "session: %s", err.msg) && logits) {
+        const long loaded = mapped_file_rss_kb(path), spread = info.n_vocab / 40;
+        long after8 = -1, after16 = -1;
+        for (int32_t i = 1; i <= 16; i++) { /* rows far apart: each maps pages of its own */
+            const int32_t id = i * (int32_t)spread;
+            TEST_CHECK(inf_session_eval(s, &id, 1, INF_LOGITS_NONE, NULL, &err) == INF_OK, "eval: %s", err.msg);
+            if (i == 8) after8 = mapped_file_rss_kb(path);
+        }
+        after16 = mapped_file_rss_kb(path);
+        TEST_CHECK(loaded >= 0, "/proc/self/smaps read");
+        TEST_CHECK(after8 > loaded, "8 lookups map file pages: %ld kB, %ld after loading", after8, loaded);
+        /* (the table's first and last pages, shared with its neighbours, stay) */
+        TEST_CHECK(after16 <= loaded + 8, "after 16 they are given back: %ld kB, %ld after loading", after16, loaded);
+        TEST_CHECK(inf_session_eval(s, (int32_t[]){7}, 1, INF_LOGITS_LAST, logits, &err) == INF_OK,
+                   "a lookup after the giveback: %s", err.msg);
+    }
+    free(logits);
+    inf_session_free(s);
+    inf_model_free(m);
+}
 
 static void check_session_rules(void) {
     test_begin("session rules");
@@ -574,6 +639,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof geometries / sizeof geometries[0]; i++)
         check_prefill_equals_decode(&geometries[i]);
     check_session_rules();
+    check_embedding_pages_given_back();
     check_split_models();
     test_tmpdir_remove();
     return test_summary();

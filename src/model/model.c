@@ -376,7 +376,7 @@ static size_t packed_size(const inf_model *m, const inf_weight *w) {
  * place; the others into the model's arena first, then packed from there.
  * The loaded copy of a packed matrix is then given back: the file's mapped
  * pages (read-only: the embedding lookup faults its rows of token_embd
- * back in from the file), and the model's anonymous copies (--no-mmap, or
+ * back in from the file, and gives them back again, qwen3.c), and the model's anonymous copies (--no-mmap, or
  * quantized on load) but for token_embd's, whose data pointer is then
  * NULL: nothing reads it again. */
 static inf_status prepare_weights(inf_model *m, inf_error *err) {
@@ -531,6 +531,9 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     m->backend = backend;
     m->ops = m->backend;
     if (!st) st = prepare_weights(m, err);
+    if (!st && m->token_embd.data)
+        m->embd_file_mapped = gguf_data_mapped(m->file, m->token_embd.data,
+                                               (size_t)m->token_embd.rows * m->token_embd.row_bytes);
     if (st) {
         inf_model_free(m);
         return st;

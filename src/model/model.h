@@ -57,6 +57,9 @@ struct inf_model {
     float *output_norm;    /* [n_embd] */
     inf_weight output;     /* [n_vocab][n_embd]; a copy of token_embd when tied */
     bool tied_output;
+    /* token_embd's rows are read from the file's mapping, whose pages the
+     * lookups map into the process (qwen3.c gives them back) */
+    bool embd_file_mapped;
     qwen3_layer *layers;   /* [n_layer] */
     inf_dtype weight_type;
     uint64_t n_params;
@@ -137,6 +140,7 @@ typedef struct qwen3_work {
     /* [n_cap] the leading decode sequences' attention shapes and caches (attn_decode_seqs) */
     inf_attn_shape *dec_shapes;
     inf_kv_view *dec_k, *dec_v;
+    int embd_rows; /* token_embd rows looked up since its mapped pages were last given back */
 } qwen3_work;
 
 /* Makes room for n rows (grows, never shrinks); the buffers come from the

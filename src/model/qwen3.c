@@ -101,6 +101,29 @@ static void gather_rows(float *dst, const float *src, const int32_t *keep, int n
             memmove(dst + (size_t)i * width, src + (size_t)keep[i] * width, width * sizeof(float));
 }
 
+/* Rows of token_embd looked up between two givebacks of its mapped pages. */
+enum { EMBED_RELEASE_ROWS = 16 };
+
+/* x[n][n_embd] = the tokens' rows of token_embd. When those rows are the
+ * file's mapped pages, each lookup maps the page cache around its row into
+ * the process (fault-around: ~200 KB a row here, Linux 6.18), so over a
+ * long generation the process would come to hold the whole table beside
+ * its packed copy (the tied head). The rows are looked up 16 at a time
+ * and the table's pages given back after each 16 (a page fault per later
+ * lookup, one madvise per 16 rows). */
+static void embed_tokens(const inf_model *m, qwen3_work *w, const int32_t *tokens, int n, float *x) {
+    const inf_ops *ops = m->ops;
+    for (int i = 0; i < n;) {
+        const int k = m->embd_file_mapped ? INF_MIN(n - i, EMBED_RELEASE_ROWS - w->embd_rows) : n - i;
+        ops->embed(ops, &m->token_embd, tokens + i, k, x + (size_t)i * (size_t)m->cfg.n_embd);
+        i += k;
+        if (m->embd_file_mapped && (w->embd_rows += k) >= EMBED_RELEASE_ROWS) {
+            inf_release_pages(m->token_embd.data, (size_t)m->token_embd.rows * m->token_embd.row_bytes);
+            w->embd_rows = 0;
+        }
+    }
+}
+
 /* Tells the backend which weights the next product reads, while the ops
  * before it run (ops.h matmul_ahead): decode rows only. */
 static void read_ahead(const inf_ops *ops, const inf_weight *const *w, int count, int n, int n_decode) {
@@ -143,7 +166,7 @@ void qwen3_forward(const inf_model *m, qwen3_work *w, const qwen3_kv *kv, const 
 
     float *x = w->x;  /* [n][n_embd] residual stream */
     float *h = w->xn; /* [n][n_embd] normed input, then projection output */
-    ops->embed(ops, &m->token_embd, tokens, n, x);
+    embed_tokens(m, w, tokens, n, x);
 
     for (int l = 0; l < c->n_layer; l++) {
         const qwen3_layer *L = &m->layers[l];
