@@ -58,19 +58,7 @@ static void read_task(void *ctx, int task, int thread) {
     read_job *j = ctx;
     const size_t lines = j->n_words / 8;
     const size_t lo = lines * (size_t)task / (size_t)j->tasks * 8, hi = lines * (size_t)(task + 1) / (size_t)j->tasks * 8;
-    const uint64_t *p = j->words;
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-    for (size_t i = lo; i < hi; i += 8) {
-        s0 += p[i + 0];
-        s1 += p[i + 1];
-        s2 += p[i + 2];
-        s3 += p[i + 3];
-        s4 += p[i + 4];
-        s5 += p[i + 5];
-        s6 += p[i + 6];
-        s7 += p[i + 7];
-    }
-    j->sums[task] += s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7;
+    j->sums[task] += inf_sum_words(j->words + lo, hi - lo);
 }
 
 /* Bytes of tensor `name`, 0 when the file lacks it. */

@@ -45,6 +45,11 @@ void inf_free_aligned(void *p);
  * are touched, anonymous memory reads zeros. */
 void inf_release_pages(const void *p, size_t n);
 
+/* The sum of words p[0 .. n), eight accumulators: a loop that is bound
+ * by the reads once p is far larger than the caches (bandwidth.c; the
+ * decode_ceiling bench reads weights with it too). */
+uint64_t inf_sum_words(const uint64_t *p, size_t n);
+
 /* Advises the whole pages inside [p, p + n) to be backed by huge pages
  * (MADV_HUGEPAGE: fewer page faults while filling them, fewer TLB misses
  * while streaming them); advice only, nothing happens on failure. */
