@@ -112,7 +112,12 @@ bool inf_rope_scaling_from_name(const char *name, inf_rope_scaling *out);
 
 typedef struct inf_load_options {
     int n_threads;       /* 0 = number of physical cores */
-    bool use_mmap;       /* true: map the file; false: read into anonymous memory */
+    /* true: map the file; false: every matrix the forward pass multiplies
+     * is in anonymous memory (repacked or quantized from a mapping of the
+     * file read once, or read), but for token_embd when it is only looked
+     * up (untied, or the tied head repacked): the lookup reads its rows
+     * from the mapping */
+    bool use_mmap;
     int n_ctx;           /* default context length of new sessions; 0 = min(model's, 4096) */
     inf_kv_type kv_type; /* element type of the KV cache */
     bool trace;          /* record calls and time per op (inf_model_print_trace) */

@@ -14,7 +14,8 @@
  *   - session rules: context full leaves the session unchanged, bad ids are
  *     refused, truncate + re-eval reproduces the logits;
  *   - the pages of a mapped token_embd that lookups fault in are given
- *     back every 16 rows;
+ *     back every 16 rows; with --no-mmap and its tied head packed, its
+ *     lookups read the file's mapping too, with the same logits;
  *   - split GGUFs (llama.cpp's gguf-split layout, written by
  *     gguf_split_write): 1, 3 and 5 shards (the first with metadata only),
  *     named by their first or last shard, mapped or read, give the
@@ -297,23 +298,23 @@ static long mapped_file_rss_kb(const char *path) {
 /* token_embd read from the file's mapping: each lookup maps pages of the
  * file into the process (fault-around), and every 16 rows the model gives
  * them back (qwen3.c, embed_tokens), so the process does not come to hold
- * the whole table beside its packed head. */
-static void check_embedding_pages_given_back(void) {
-    test_begin("looked-up rows of a mapped token_embd are given back");
-    inf_synth_options o;
-    tiny_options(&o);
-    o.n_vocab = 16384; /* 4 MiB of f32 rows: more than a fault maps */
-    char path[256];
-    snprintf(path, sizeof path, "%s/embd.gguf", tmpdir);
+ * the whole table beside its packed head. With --no-mmap and the tied
+ * head packed, token_embd is only looked up and stays in the file's
+ * mapping too (quantize_load.c), and the logits are the mapped model's. */
+static void check_embedding_pages(bool use_mmap, const char *path, float *mapped_logits) {
+    inf_load_options opt;
+    inf_load_options_default(&opt);
+    opt.use_mmap = use_mmap;
     inf_error err = {0};
     inf_model *m = NULL;
     inf_session *s = NULL;
-    if (!TEST_CHECK(inf_synth_write(&o, path, &err) == INF_OK, "synth: %s", err.msg) ||
-        !TEST_CHECK(inf_model_load(path, NULL, &m, &err) == INF_OK, "load: %s", err.msg))
-        return;
+    if (!TEST_CHECK(inf_model_load(path, &opt, &m, &err) == INF_OK, "load: %s", err.msg)) return;
     inf_model_info info;
     inf_model_get_info(m, &info);
     float *logits = malloc((size_t)info.n_vocab * sizeof(float));
+    /* the tied head is repacked only where the ISA packs (Q8_0 on AVX-512):
+     * then --no-mmap leaves the rows mapped too */
+    const bool maps = use_mmap || !strncmp(info.isa, "avx512", 6);
     if (TEST_CHECK(inf_session_new(m, 64, &s, &err) == INF_OK, "session: %s", err.msg) && logits) {
         const long loaded = mapped_file_rss_kb(path), spread = info.n_vocab / 40;
         long after8 = -1, after16 = -1;
@@ -324,15 +325,38 @@ static void check_embedding_pages_given_back(void) {
         }
         after16 = mapped_file_rss_kb(path);
         TEST_CHECK(loaded >= 0, "/proc/self/smaps read");
-        TEST_CHECK(after8 > loaded, "8 lookups map file pages: %ld kB, %ld after loading", after8, loaded);
+        if (maps)
+            TEST_CHECK(after8 > loaded, "mmap %d: 8 lookups map file pages: %ld kB, %ld after loading", use_mmap,
+                       after8, loaded);
         /* (the table's first and last pages, shared with its neighbours, stay) */
-        TEST_CHECK(after16 <= loaded + 8, "after 16 they are given back: %ld kB, %ld after loading", after16, loaded);
+        TEST_CHECK(after16 <= loaded + 8, "mmap %d: after 16 they are given back: %ld kB, %ld after loading",
+                   use_mmap, after16, loaded);
         TEST_CHECK(inf_session_eval(s, (int32_t[]){7}, 1, INF_LOGITS_LAST, logits, &err) == INF_OK,
                    "a lookup after the giveback: %s", err.msg);
+        if (use_mmap) memcpy(mapped_logits, logits, (size_t)info.n_vocab * sizeof(float));
+        else TEST_CHECK(!memcmp(mapped_logits, logits, (size_t)info.n_vocab * sizeof(float)),
+                        "--no-mmap gives the mapped model's logits");
     }
     free(logits);
     inf_session_free(s);
     inf_model_free(m);
+}
+
+static void check_embedding_pages_given_back(void) {
+    test_begin("looked-up rows of token_embd are mapped and given back");
+    inf_synth_options o;
+    tiny_options(&o);
+    o.n_vocab = 65536; /* 4.25 MiB of Q8_0 rows: more than a fault maps; Q8_0 packs on AVX-512 */
+    o.weight_type = INF_DTYPE_Q8_0;
+    char path[256];
+    snprintf(path, sizeof path, "%s/embd.gguf", tmpdir);
+    inf_error err = {0};
+    float *mapped_logits = malloc((size_t)o.n_vocab * sizeof(float));
+    if (TEST_CHECK(inf_synth_write(&o, path, &err) == INF_OK, "synth: %s", err.msg) && mapped_logits) {
+        check_embedding_pages(true, path, mapped_logits);
+        check_embedding_pages(false, path, mapped_logits);
+    }
+    free(mapped_logits);
 }
 
 static void check_session_rules(void) {

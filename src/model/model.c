@@ -376,9 +376,13 @@ static size_t packed_size(const inf_model *m, const inf_weight *w) {
  * place; the others into the model's arena first, then packed from there.
  * The loaded copy of a packed matrix is then given back: the file's mapped
  * pages (read-only: the embedding lookup faults its rows of token_embd
- * back in from the file, and gives them back again, qwen3.c), and the model's anonymous copies (--no-mmap, or
- * quantized on load) but for token_embd's, whose data pointer is then
- * NULL: nothing reads it again. */
+ * back in from the file, and gives them back again, qwen3.c), and the
+ * model's anonymous copies (quantized on load, or read: --no-repack with
+ * --no-mmap) but for token_embd's, whose data pointer is then NULL:
+ * nothing reads it again. With --no-mmap the file is mapped to be
+ * repacked or quantized, and what was not packed is copied into anonymous
+ * memory afterwards (quantize_load.c), so that the file's bytes and their
+ * packed copy are never resident together in full. */
 static inf_status prepare_weights(inf_model *m, inf_error *err) {
     const inf_ops *b = m->backend;
     const gguf_file *f = m->file;
@@ -399,9 +403,8 @@ static inf_status prepare_weights(inf_model *m, inf_error *err) {
     }
     inf_status st;
     if (m->opt.quantize && (st = model_quantize_weights(m, !m->opt.use_mmap, err))) return st;
-    if (!m->packed_arena) return INF_OK;
     size_t at = 0;
-    for (int i = 0; matrix_at(m, i); i++) {
+    for (int i = 0; m->packed_arena && matrix_at(m, i); i++) {
         inf_weight *w = matrix_at(m, i);
         const size_t bytes = packed_size(m, w);
         void *dst = (char *)m->packed_arena + at;
@@ -416,6 +419,9 @@ static inf_status prepare_weights(inf_model *m, inf_error *err) {
             w->data = NULL;
         }
     }
+    /* --no-mmap, mapped to be repacked (open_weights): what was not packed is copied */
+    if (!m->opt.use_mmap && !m->opt.quantize && !m->opt.no_repack && (st = model_quantize_weights(m, true, err)))
+        return st;
     return INF_OK;
 }
 
@@ -461,8 +467,9 @@ static void choose_kv_rotation(inf_model *m) {
 /* The weights and metadata: a GGUF file (all shards of a split one), or a
  * checkpoint directory. */
 static inf_status open_weights(const char *path, const inf_load_options *opt, gguf_file **out, inf_error *err) {
-    /* quantizing reads the file once into anonymous memory itself: map it */
-    gguf_open_mode mode = opt->use_mmap || opt->quantize ? GGUF_OPEN_MMAP : GGUF_OPEN_READ;
+    /* quantizing or repacking reads the file once into anonymous memory
+     * itself (prepare_weights): map it */
+    gguf_open_mode mode = opt->use_mmap || opt->quantize || !opt->no_repack ? GGUF_OPEN_MMAP : GGUF_OPEN_READ;
     if (hf_checkpoint_is_dir(path))
         return hf_checkpoint_open(path, mode, opt->progress, opt->progress_user, out, err);
     return gguf_open_split(path, mode, opt->progress, opt->progress_user, out, err);

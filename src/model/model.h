@@ -87,8 +87,9 @@ struct inf_model {
  * weight_pack_made, dst weight_packed_bytes of the quantized shape) and
  * rebound packed only (data NULL); false (w unchanged) when the backend
  * cannot. model_quantize_weights: the matrices still to be quantized, and
- * with copy_others the other unpacked ones as they are, into
- * m->quant_arena, and rebinds them. */
+ * with copy_others the other unpacked ones as they are (token_embd only if
+ * it is multiplied: the tied head, not packed), into m->quant_arena, and
+ * rebinds them. */
 bool model_quantizes(const inf_model *m, const inf_weight *w);
 bool model_quantized_shape(const inf_model *m, const inf_weight *w, inf_weight *out);
 bool model_quantize_packed(inf_model *m, inf_weight *w, void *dst);

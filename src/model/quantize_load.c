@@ -13,8 +13,12 @@
  * every matrix with --no-repack or an ISA that packs nothing) go to one
  * anonymous arena the model owns (model_quantize_weights), which with
  * copy_others also takes the matrices already quantized, so that with
- * --no-mmap every weight the forward pass reads is in anonymous memory
- * while the file itself is only mapped and read once.
+ * --no-mmap every weight the forward pass multiplies is in anonymous
+ * memory while the file itself is only mapped and read once. The same
+ * copy serves --no-mmap without quantizing: the file is mapped, the
+ * matrices repacked from it, and the ones not packed copied here. A
+ * token_embd that is only looked up (untied, or its tied head packed) is
+ * not copied unless converted: the lookup reads its rows from the file.
  *
  * Each row is widened to f32 and quantized as inf_quantize_row_q8_0 does
  * (the backend's vector version of it where it has one: ops.h
@@ -64,11 +68,12 @@ static void quantize_row(const inf_ops *b, const float *x, void *dst, int64_t n)
 }
 
 /* Rows [r0, r1) of w at dst, dst_row_bytes apart: quantized to Q8_0 when
- * w is F32, F16 or BF16, else copied as they are; then the file's mapped
- * pages of those rows go back (read-only: nothing reads them again). */
+ * the model quantizes w (F32, F16 or BF16), else copied as they are; then
+ * the file's mapped pages of those rows go back (read-only: nothing reads
+ * them again). */
 static void quantize_rows(const inf_model *m, const inf_weight *w, int64_t r0, int64_t r1, uint8_t *dst,
                           size_t dst_row_bytes) {
-    const size_t elem_bytes = is_float_type(w->type) ? w->row_bytes / (size_t)w->cols : 0;
+    const size_t elem_bytes = model_quantizes(m, w) ? w->row_bytes / (size_t)w->cols : 0;
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *src = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
         uint8_t *out = dst + (size_t)(r - r0) * dst_row_bytes;
@@ -122,6 +127,7 @@ typedef struct quant_matrix {
     inf_weight *w;
     uint8_t *dst;
     size_t dst_row_bytes;
+    bool convert; /* quantized, not copied */
 } quant_matrix;
 
 typedef struct quant_task {
@@ -157,7 +163,10 @@ inf_status model_quantize_weights(inf_model *m, bool copy_others, inf_error *err
         goto done;
     }
     int n_all = 0;
-    all[n_all++] = &m->token_embd;
+    /* token_embd only looked up (untied, or the tied head packed) and not
+     * converted stays where it is: the lookup reads a row at a time */
+    const bool embd_looked_up_only = !m->tied_output || m->output.packed;
+    if (!embd_looked_up_only || model_quantizes(m, &m->token_embd)) all[n_all++] = &m->token_embd;
     if (!m->tied_output) all[n_all++] = &m->output;
     for (int l = 0; l < m->cfg.n_layer; l++) {
         qwen3_layer *L = &m->layers[l];
@@ -180,7 +189,8 @@ inf_status model_quantize_weights(inf_model *m, bool copy_others, inf_error *err
                             m->path, w->name, inf_dtype_name(type), (long long)w->cols, INF_Q8_0_BLOCK);
             goto done;
         }
-        mats[n_mats] = (quant_matrix){.w = w, .dst = (uint8_t *)(uintptr_t)arena, .dst_row_bytes = q.row_bytes};
+        mats[n_mats] = (quant_matrix){
+            .w = w, .dst = (uint8_t *)(uintptr_t)arena, .dst_row_bytes = q.row_bytes, .convert = convert};
         arena += (q.row_bytes * (size_t)w->rows + 63) & ~(size_t)63;
         old_bytes += (uint64_t)w->row_bytes * (uint64_t)w->rows;
         new_bytes += (uint64_t)q.row_bytes * (uint64_t)w->rows;
@@ -214,14 +224,14 @@ inf_status model_quantize_weights(inf_model *m, bool copy_others, inf_error *err
     int n_converted = 0;
     for (int i = 0; i < n_mats; i++) {
         inf_weight *w = mats[i].w;
-        if (is_float_type(w->type)) {
+        if (mats[i].convert) {
             w->type = type;
             n_converted++;
         }
         w->row_bytes = mats[i].dst_row_bytes;
         w->data = mats[i].dst;
     }
-    if (m->tied_output) m->output = m->token_embd;
+    if (m->tied_output && !m->output.packed) m->output = m->token_embd;
     m->weight_bytes = m->weight_bytes - old_bytes + new_bytes;
     if (n_converted) m->weight_type = type;
 done:
