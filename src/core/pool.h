@@ -15,12 +15,12 @@
  *
  * inf_pool_idle hands the workers something to do while the caller works
  * alone (decode's serial ops between products): each worker calls
- * fn(ctx, thread, step) for step 0, 1, 2, ... until fn returns false or
- * the next inf_pool_run or inf_pool_idle is posted (or the pool freed); the caller does not
- * wait for it. A step should be short (the next job waits for it), and
- * fn may read ctx after the caller has moved on, so ctx must outlive the
- * pool and hold nothing whose tearing could do harm: meant for hints such
- * as reading ahead into the caches, not for results.
+ * fn(ctx, thread, step) for step 0, 1, 2, ... until fn returns false, the
+ * next inf_pool_run or inf_pool_idle is posted, or the pool is freed; the
+ * caller does not wait for it. A step should be short (the next job waits
+ * for it), and fn may read ctx after the caller has moved on, so ctx must
+ * outlive the pool and hold nothing whose tearing could do harm: meant
+ * for hints such as reading ahead into the caches, not for results.
  */
 #ifndef INF_POOL_H
 #define INF_POOL_H
