@@ -800,7 +800,7 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
  * gemm_prepare stores them), and the accumulator starts at -128 * Σ w of
  * the lane's row (formed once per block by the same instruction with 128
  * in every byte), which leaves the exact Σ w x. */
-INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_dtype T, int q4_ahead, const int NT,
+INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_dtype T, int q4_ahead, bool nta, const int NT,
                      float *y, size_t y_stride, __mmask16 rows) {
     const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
     const __m512i v128 = _mm512_set1_epi8((char)0x80);
@@ -812,13 +812,13 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
         const char *tb = tile + b * Q8_TOKEN_BLOCK * NT;
         const int32_t *quads = (const int32_t *)tb;
         const float *dx = (const float *)(tb + 32 * NT);
-        /* the stream Q8_PACKED_PREFETCH (Q4_0: q4_ahead) blocks ahead,
-         * into L2 (past the group's end: the next group) */
+        /* the stream Q8_PACKED_PREFETCH (Q4_0: q4_ahead) blocks ahead
+         * (past the group's end: the next group), non-temporally on AMD */
         const int64_t ahead = b + (T == INF_DTYPE_Q8_0 ? Q8_PACKED_PREFETCH : q4_ahead);
         _Pragma("GCC unroll 8")
         for (int line = 0; line < qb / 64; line++)
-            _mm_prefetch(group + inf_x86_q32_quants_at(T, ahead) + line * 64, _MM_HINT_T1);
-        _mm_prefetch(group + inf_x86_q32_scales_at(T, ahead), _MM_HINT_T1);
+            inf_avx512_prefetch_weights(group + inf_x86_q32_quants_at(T, ahead) + line * 64, nta);
+        inf_avx512_prefetch_weights(group + inf_x86_q32_scales_at(T, ahead), nta);
         __m512i wv[8], w128 = _mm512_setzero_si512();
         _Pragma("GCC unroll 8")
         for (int quad = 0; quad < 8; quad++) {
@@ -897,10 +897,10 @@ INLINE void f32_tile(const char *group, const char *tile, int64_t cols, const in
     }
 
 static void run_tile(inf_dtype type, const char *group, const char *tile, int64_t cols, int nt, float *y,
-                     size_t ys, __mmask16 rows, int q4_ahead) {
+                     size_t ys, __mmask16 rows, int q4_ahead, bool nta) {
     switch (type) {
-    case INF_DTYPE_Q8_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q8_0, 0) break;
-    case INF_DTYPE_Q4_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q4_0, q4_ahead) break;
+    case INF_DTYPE_Q8_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q8_0, 0, nta) break;
+    case INF_DTYPE_Q4_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q4_0, q4_ahead, nta) break;
     case INF_DTYPE_BF16: TILE_CASES(bf16_tile, group, tile, pairs_of(cols)) break;
     default: TILE_CASES(f32_tile, group, tile, cols) break;
     }
@@ -928,7 +928,8 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
     const size_t gbytes = packed ? inf_x86_packed_group_bytes(w->type, w->cols) : round64(group_bytes(w->type, w->cols));
     const size_t tb = token_bytes(act_type, w->cols);
     const int n_groups = (int)((r1 - r0 + GROUP - 1) / GROUP);
-    const int q4_ahead = inf_x86_cpu_is_amd() ? Q4_PACKED_PREFETCH_AMD : Q4_PACKED_PREFETCH_INTEL;
+    const bool amd = inf_x86_cpu_is_amd();
+    const int q4_ahead = amd ? Q4_PACKED_PREFETCH_AMD : Q4_PACKED_PREFETCH_INTEL;
     if (packed) {
         pack = (char *)w->packed + (size_t)(r0 / GROUP) * gbytes;
     } else {
@@ -942,7 +943,7 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
         for (int g = 0; g < n_groups; g++) {
             const int64_t r = r0 + (int64_t)g * GROUP;
             run_tile(w->type, (const char *)pack + g * gbytes, tile, w->cols, nt, y + (size_t)t0 * y_stride + (size_t)r,
-                     y_stride, tail_mask(INF_MIN(GROUP, r1 - r)), q4_ahead);
+                     y_stride, tail_mask(INF_MIN(GROUP, r1 - r)), q4_ahead, amd);
         }
     }
 }

@@ -790,8 +790,9 @@ enum {
 };
 
 /* Super-blocks of a packed group read ahead by software prefetch (into
- * L2), 0 for none, by CPU. One 2 GiB matrix of 1024 columns, 1 token, 2
- * threads, in % of the read bandwidth measured in the same run:
+ * L2; on AMD non-temporally, inf_avx512_prefetch_weights), 0 for none, by
+ * CPU. One 2 GiB matrix of 1024 columns, 1 token, 2 threads, in % of the
+ * read bandwidth measured in the same run (before prefetching NTA):
  *   - Intel Xeon (Sapphire Rapids class): only Q6_K, the most work per
  *     byte, gains (25.6 GB/s against 20.7 without, 25.0 two ahead); the
  *     others stream faster on the hardware prefetchers alone (Q4_K
@@ -1136,7 +1137,7 @@ INLINE void iq4xs_packed_block(const char *sb, const inf_block_q8_K *const *xa, 
 
 /* Tokens [t0, t0 + NT) times one packed group of nb super-blocks. */
 INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, const char *act, size_t stride, int t0,
-                               const int NT, float *y, size_t ys, __mmask16 rows, int prefetch_blocks) {
+                               const int NT, float *y, size_t ys, __mmask16 rows, int prefetch_blocks, bool nta) {
     const inf_block_q8_K *xa[PK_TOKENS];
     __m512 sum[PK_TOKENS];
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
@@ -1151,7 +1152,7 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
     for (int64_t b = 0; b < nb; b++) {
         const char *sb = group + (size_t)b * step;
         if (ahead) _Pragma("GCC unroll 48") for (size_t line = 0; line < step / 64; line++)
-            _mm_prefetch(sb + ahead + line * 64, _MM_HINT_T1);
+            inf_avx512_prefetch_weights(sb + ahead + line * 64, nta);
         if (type == INF_DTYPE_Q6_K) q6k_packed_block(group, nb, sb + INF_X86_Q6K_CODES, xa, b, NT, sum);
         else if (type == INF_DTYPE_IQ4_XS) iq4xs_packed_block(sb, xa, b, NT, sum);
         else q45k_packed_block(sb, type == INF_DTYPE_Q5_K, xa, b, NT, sum);
@@ -1159,12 +1160,12 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
     _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)(t0 + t) * ys, rows, sum[t]);
 }
 
-#define PK_CASES(T)                                                                         \
-    switch (nt) {                                                                           \
-    case 1: kquant_packed_tile(T, group, nb, act, stride, t0, 1, yg, ys, rows, ahead); break;  \
-    case 2: kquant_packed_tile(T, group, nb, act, stride, t0, 2, yg, ys, rows, ahead); break;  \
-    case 3: kquant_packed_tile(T, group, nb, act, stride, t0, 3, yg, ys, rows, ahead); break;  \
-    default: kquant_packed_tile(T, group, nb, act, stride, t0, 4, yg, ys, rows, ahead); break; \
+#define PK_CASES(T)                                                                              \
+    switch (nt) {                                                                                \
+    case 1: kquant_packed_tile(T, group, nb, act, stride, t0, 1, yg, ys, rows, ahead, nta); break; \
+    case 2: kquant_packed_tile(T, group, nb, act, stride, t0, 2, yg, ys, rows, ahead, nta); break; \
+    case 3: kquant_packed_tile(T, group, nb, act, stride, t0, 3, yg, ys, rows, ahead, nta); break; \
+    default: kquant_packed_tile(T, group, nb, act, stride, t0, 4, yg, ys, rows, ahead, nta); break; \
     }
 
 _Static_assert(PK_TOKENS == 4, "PK_CASES spells out token counts 1..4");
@@ -1177,6 +1178,7 @@ static void kquant_packed_panel(const inf_weight *w, const inf_act *a, int64_t r
     const char *src = (const char *)w->packed + (size_t)(r0 / QG_ROWS) * gbytes, *act = a->data;
     const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
     const int ahead_first = packed_prefetch_blocks(w->type);
+    const bool nta = inf_x86_cpu_is_amd();
     for (int t0 = 0; t0 < a->n; t0 += PK_TOKENS) {
         const int nt = INF_MIN(PK_TOKENS, a->n - t0);
         const int ahead = t0 == 0 ? ahead_first : 0; /* later passes find the panel in L2 */
