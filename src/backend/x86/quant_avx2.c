@@ -309,17 +309,15 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
         }
         int8_t sc[16];
         if (three) {
-            inf_q3k_scales(x3->scales, sc);
-            k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+            const __m128i s = inf_q3k_scales_vec(x3->scales);
+            _mm_storeu_si128((__m128i *)sc, s);
+            k->bias16 = _mm256_cvtepi8_epi16(s);
             k->bias_mul = 4;
             k->d = f16c_to_f32(x3->d);
-        } else {
-            uint8_t mn[16];
-            for (int j = 0; j < 16; j++) {
-                sc[j] = (int8_t)(x2->scales[j] & 0xF);
-                mn[j] = x2->scales[j] >> 4;
-            }
-            k->min16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn));
+        } else { /* scale: low nibble, min: high nibble */
+            const __m128i s = _mm_loadu_si128((const __m128i *)x2->scales), m4 = _mm_set1_epi8(0x0F);
+            _mm_storeu_si128((__m128i *)sc, _mm_and_si128(s, m4));
+            k->min16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4));
             k->has_min = true;
             k->d = f16c_to_f32(x2->d);
             k->dmin = f16c_to_f32(x2->dmin);

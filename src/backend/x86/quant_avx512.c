@@ -277,9 +277,8 @@ typedef struct kblock {
 
 /* 16 signed 8-bit scales (one per 16-group) as lane scales of the four
  * 64-element vectors, low halves only (for mul_small). */
-INLINE void group_scales(const int8_t *s16, kblock *k) {
-    const __m512i s = _mm512_and_si512(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)s16)),
-                                       _mm512_set1_epi32(0xFFFF));
+INLINE void group_scales(__m128i s16, kblock *k) {
+    const __m512i s = _mm512_and_si512(_mm512_cvtepi8_epi32(s16), _mm512_set1_epi32(0xFFFF));
     for (int i = 0; i < 4; i++) k->sc[i] = _mm512_permutexvar_epi32(group_index(i), s);
 }
 
@@ -336,8 +335,9 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
             k->u[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
                                               _mm512_slli_epi16(_mm512_and_si512(hb, m2), 4));
         }
-        group_scales(x->scales, k);
-        k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+        const __m128i s16 = _mm_loadu_si128((const __m128i *)x->scales);
+        group_scales(s16, k);
+        k->bias16 = _mm256_cvtepi8_epi16(s16);
         k->bias_mul = 32;
         k->d = f16c_to_f32(x->d);
         break;
@@ -364,19 +364,16 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
                 k->u[2 * h + k2] = u;
             }
         }
-        int8_t sc[16];
+        __m128i sc;
         if (three) {
-            inf_q3k_scales(x3->scales, sc);
-            k->bias16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
+            sc = inf_q3k_scales_vec(x3->scales);
+            k->bias16 = _mm256_cvtepi8_epi16(sc);
             k->bias_mul = 4;
             k->d = f16c_to_f32(x3->d);
-        } else {
-            uint8_t mn[16];
-            for (int j = 0; j < 16; j++) {
-                sc[j] = (int8_t)(x2->scales[j] & 0xF);
-                mn[j] = x2->scales[j] >> 4;
-            }
-            k->min16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn));
+        } else { /* scale: low nibble, min: high nibble */
+            const __m128i s = _mm_loadu_si128((const __m128i *)x2->scales), m4 = _mm_set1_epi8(0x0F);
+            sc = _mm_and_si128(s, m4);
+            k->min16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4));
             k->has_min = true;
             k->d = f16c_to_f32(x2->d);
             k->dmin = f16c_to_f32(x2->dmin);

@@ -1,7 +1,7 @@
 /*
  * vec_avx2.h — small AVX2 helpers shared by the *_avx2.c kernels: a vector
- * expf, horizontal sums, tail masks and f16 scalars (the f16 scalars by
- * quant_avx512.c too). Include only from files built with the AVX2 flags
+ * expf, horizontal sums, tail masks, f16 scalars and Q3_K's scales (the
+ * last two by quant_avx512.c too). Include only from files built with the AVX2 flags
  * (the AVX-512 files' flags include them).
  */
 #ifndef INF_VEC_AVX2_H
@@ -14,6 +14,19 @@
 /* f16 -> f32 by F16C's VCVTPH2PS: exact, as inf_f16_to_f32 (which the
  * kernels' hot loops cannot afford: it is a dozen scalar instructions). */
 static inline float f16c_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+
+/* inf_q3k_scales (core/quant.h) on 16 byte lanes: a Q3_K super-block's
+ * 16 signed 6-bit scales from its 12 scale bytes, as int8 (low 4 bits from
+ * bytes 0-7, low then high nibbles; high 2 bits from bytes 8-11, byte
+ * j % 4 shifted by 2 (j / 4)). */
+static inline __m128i inf_q3k_scales_vec(const uint8_t *s12) {
+    const __m128i lo8 = _mm_loadl_epi64((const __m128i *)s12);
+    int32_t hi4;
+    __builtin_memcpy(&hi4, s12 + 8, 4);
+    const __m128i lo = _mm_and_si128(_mm_unpacklo_epi64(lo8, _mm_srli_epi16(lo8, 4)), _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(hi4), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
 
 /* e^x on 8 lanes, within 2 ulp of expf down to FLT_MIN (the reduction and
  * polynomial of vexp_avx512); below -87.3 the result is 0 (expf gives
