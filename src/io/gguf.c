@@ -332,7 +332,10 @@ static void file_free(gguf_file *f) {
     free(f->kv);
     for (uint64_t i = 0; i < f->n_tensors; i++) free(f->tensors[i].name.data);
     free(f->tensors);
-    if (f->map) munmap(f->map, f->map_bytes);
+    if (f->map) {
+        munmap(f->map, f->map_bytes);
+        close(f->map_fd);
+    }
     inf_free_aligned(f->buffer);
     if (f->storage_free) f->storage_free(f->storage);
     free(f->path);
@@ -560,6 +563,7 @@ inf_status gguf_open_progress(const char *path, gguf_open_mode mode, void (*prog
         }
         f->map = map;
         f->map_bytes = (size_t)c.size;
+        f->map_fd = c.fd; /* the file's now: closed with the mapping */
         c.map = map;
     } else {
         c.window = malloc(GGUF_READ_WINDOW);
@@ -579,7 +583,7 @@ inf_status gguf_open_progress(const char *path, gguf_open_mode mode, void (*prog
     }
 done:
     free(c.window);
-    if (c.fd >= 0) close(c.fd);
+    if (c.fd >= 0 && !f->map) close(c.fd); /* else f's (map_fd) */
     if (st) {
         file_free(f);
         return st;

@@ -99,14 +99,15 @@ typedef struct gguf_file {
     /* storage behind tensor data */
     void *map;        /* mmap'ed whole file, or NULL */
     size_t map_bytes;
+    int map_fd;       /* the mapped file, kept open for pread (gguf_data_source); only with map */
     void *buffer;     /* anonymous copy of the data section, or NULL */
     /* storage that another reader built the file over (a Hugging Face
      * directory's shards, model/hf_checkpoint.c), released by gguf_close
      * with storage_free(storage); NULL for a file gguf_open read.
-     * storage_maps (may be NULL): whether [p, p + n) lies in a file it
-     * mapped (gguf_split.h, gguf_data_mapped). */
+     * storage_source (may be NULL): whether [p, p + n) lies in a file it
+     * mapped, and where (gguf_split.h, gguf_data_source). */
     void (*storage_free)(void *storage);
-    bool (*storage_maps)(const void *storage, const void *p, size_t n);
+    bool (*storage_source)(const void *storage, const void *p, size_t n, int *fd, uint64_t *offset);
     void *storage;
 } gguf_file;
 

@@ -304,12 +304,26 @@ static const split_storage *shards_of(const gguf_file *f) {
     return f->storage_free == split_storage_free ? f->storage : NULL;
 }
 
-bool gguf_data_mapped(const gguf_file *f, const void *p, size_t n) {
+/* [p, p + n) as bytes of the file f mapped itself, if they lie there. */
+static bool mapped_file_range(const gguf_file *f, const void *p, size_t n, int *fd, uint64_t *offset) {
+    if (!f->map || !within(p, n, f->map, f->map_bytes)) return false;
+    *fd = f->map_fd;
+    *offset = (uint64_t)((uintptr_t)p - (uintptr_t)f->map);
+    return true;
+}
+
+bool gguf_data_source(const gguf_file *f, const void *p, size_t n, int *fd, uint64_t *offset) {
     const split_storage *s = shards_of(f);
-    if (within(p, n, f->map, f->map_bytes)) return true;
+    if (mapped_file_range(f, p, n, fd, offset)) return true;
     for (size_t i = 0; s && i < s->n; i++)
-        if (within(p, n, s->shards[i]->map, s->shards[i]->map_bytes)) return true;
-    return f->storage_maps && f->storage_maps(f->storage, p, n);
+        if (mapped_file_range(s->shards[i], p, n, fd, offset)) return true;
+    return f->storage_source && f->storage_source(f->storage, p, n, fd, offset);
+}
+
+bool gguf_data_mapped(const gguf_file *f, const void *p, size_t n) {
+    int fd;
+    uint64_t offset;
+    return gguf_data_source(f, p, n, &fd, &offset);
 }
 
 bool gguf_data_owned(const gguf_file *f, const void *p, size_t n) {

@@ -35,11 +35,19 @@ inf_status gguf_open_split(const char *path, gguf_open_mode mode, void (*progres
  * Whether [p, p + n) lies in f's mapped file data, or in the anonymous
  * copy f owns (GGUF_OPEN_READ), looking into every shard of a split set.
  * Storage that other readers built a gguf_file over is mapped where its
- * storage_maps says so (a Hugging Face directory's mapped safetensors
+ * storage_source says so (a Hugging Face directory's mapped safetensors
  * files), and never owned.
  */
 bool gguf_data_mapped(const gguf_file *f, const void *p, size_t n);
 bool gguf_data_owned(const gguf_file *f, const void *p, size_t n);
+
+/*
+ * Where mapped data lies in its file: the descriptor of the file that
+ * [p, p + n) was mapped from (open as long as f is) and the bytes' offset
+ * in it, to read them with pread() instead of through the mapping. False
+ * where gguf_data_mapped is.
+ */
+bool gguf_data_source(const gguf_file *f, const void *p, size_t n, int *fd, uint64_t *offset);
 
 /*
  * Writes src (opened with data) as gguf-split --split does: shards of at

@@ -50,7 +50,10 @@ void safetensors_close(safetensors_file *f) {
     if (!f) return;
     for (size_t i = 0; i < f->n_tensors; i++) free(f->tensors[i].name);
     free(f->tensors);
-    if (f->map) munmap(f->map, f->map_bytes);
+    if (f->map) {
+        munmap(f->map, f->map_bytes);
+        close(f->map_fd);
+    }
     inf_free_aligned(f->buffer);
     free(f->path);
     free(f);
@@ -375,6 +378,7 @@ inf_status safetensors_open(const char *path, safetensors_open_mode mode,
         }
         f->map = map;
         f->map_bytes = (size_t)f->file_bytes;
+        f->map_fd = fd; /* f's now: closed with the mapping */
         for (size_t i = 0; i < f->n_tensors; i++)
             f->tensors[i].data = (const uint8_t *)map + f->data_offset + f->tensors[i].begin;
     } else if (mode == SAFETENSORS_OPEN_READ) {
@@ -384,7 +388,7 @@ inf_status safetensors_open(const char *path, safetensors_open_mode mode,
     }
 done:
     free(header);
-    if (fd >= 0) close(fd);
+    if (fd >= 0 && !f->map) close(fd); /* else f's (map_fd) */
     if (st) {
         safetensors_close(f);
         return st;

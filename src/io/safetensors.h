@@ -61,6 +61,7 @@ typedef struct safetensors_file {
     /* storage behind tensor data */
     void *map;
     size_t map_bytes;
+    int map_fd;   /* the mapped file, kept open for pread; only with map */
     void *buffer; /* 64-byte aligned copy of the data section */
 } safetensors_file;
 

@@ -99,13 +99,16 @@ static void storage_free(void *p) {
     free(s);
 }
 
-static bool storage_maps(const void *p, const void *data, size_t n) {
+static bool storage_source(const void *p, const void *data, size_t n, int *fd, uint64_t *offset) {
     const hf_storage *s = p;
     for (size_t i = 0; i < s->n_shards; i++) {
         const safetensors_file *shard = s->shards[i];
         if (shard->map && (uintptr_t)data >= (uintptr_t)shard->map &&
-            (uintptr_t)data + n <= (uintptr_t)shard->map + shard->map_bytes)
+            (uintptr_t)data + n <= (uintptr_t)shard->map + shard->map_bytes) {
+            *fd = shard->map_fd;
+            *offset = (uint64_t)((uintptr_t)data - (uintptr_t)shard->map);
             return true;
+        }
     }
     return false;
 }
@@ -788,7 +791,7 @@ inf_status hf_checkpoint_open(const char *dir, gguf_open_mode mode, void (*progr
     f->alignment = GGUF_DEFAULT_ALIGNMENT;
     f->storage = s; /* from here gguf_close(f) releases s */
     f->storage_free = storage_free;
-    f->storage_maps = storage_maps;
+    f->storage_source = storage_source;
     if (!is_file(config_path)) {
         st = inf_errorf(err, INF_ERR_IO, "%s: not a regular file, and no config.json in it (a Hugging Face checkpoint)",
                         dir);

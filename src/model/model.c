@@ -502,6 +502,7 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
         return inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory", path);
     }
     m->opt = *opt;
+    m->embd_fd = -1;
     if (m->opt.n_threads == 0) m->opt.n_threads = inf_physical_cores();
     if (opt->progress) opt->progress(0.0, opt->progress_user);
     inf_status st = open_weights(path, opt, &m->file, err);
@@ -538,9 +539,10 @@ inf_status inf_model_load(const char *path, const inf_load_options *opt, inf_mod
     m->backend = backend;
     m->ops = m->backend;
     if (!st) st = prepare_weights(m, err);
-    if (!st && m->token_embd.data)
-        m->embd_file_mapped = gguf_data_mapped(m->file, m->token_embd.data,
-                                               (size_t)m->token_embd.rows * m->token_embd.row_bytes);
+    if (!st && m->token_embd.data &&
+        !gguf_data_source(m->file, m->token_embd.data, (size_t)m->token_embd.rows * m->token_embd.row_bytes,
+                          &m->embd_fd, &m->embd_offset))
+        m->embd_fd = -1;
     if (st) {
         inf_model_free(m);
         return st;

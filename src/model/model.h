@@ -57,9 +57,11 @@ struct inf_model {
     float *output_norm;    /* [n_embd] */
     inf_weight output;     /* [n_vocab][n_embd]; a copy of token_embd when tied */
     bool tied_output;
-    /* token_embd's rows are read from the file's mapping, whose pages the
-     * lookups map into the process (qwen3.c gives them back) */
-    bool embd_file_mapped;
+    /* When token_embd's rows lie in a file's mapping: that file (m->file
+     * owns the descriptor) and their offset in it; the lookups read them
+     * with pread (qwen3.c). Else -1, and the lookups read token_embd.data. */
+    int embd_fd;
+    uint64_t embd_offset;
     qwen3_layer *layers;   /* [n_layer] */
     inf_dtype weight_type;
     uint64_t n_params;
@@ -141,7 +143,7 @@ typedef struct qwen3_work {
     /* [n_cap] the leading decode sequences' attention shapes and caches (attn_decode_seqs) */
     inf_attn_shape *dec_shapes;
     inf_kv_view *dec_k, *dec_v;
-    int embd_rows; /* token_embd rows looked up since its mapped pages were last given back */
+    void *embd_row;  /* [token_embd.row_bytes] a row read from the file (model.h embd_fd) */
 } qwen3_work;
 
 /* Makes room for n rows (grows, never shrinks); the buffers come from the
