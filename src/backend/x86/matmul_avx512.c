@@ -118,6 +118,14 @@ static float q8_quantize_block(const float *x, __m256i *q) {
     return inf_f16_to_f32(inf_f32_to_f16(amax / 127.0f));
 }
 
+/* The sum of a block's 32 signed quants. */
+static int32_t q8_block_sum(__m256i q) {
+    /* |q + 128| summed by 8-byte groups, then less 32 * 128 */
+    const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
+    const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+    return (int32_t)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
+}
+
 /* -128 * (sum of each 4 consecutive quants), in 8 lanes: the VNNI bias. */
 static __m256i q8_bias(__m256i q) {
     return _mm256_sub_epi32(_mm256_setzero_si256(),
@@ -533,11 +541,11 @@ void inf_avx512_matvec(const inf_weight *w, const inf_act *a, int64_t r0, int64_
  * Activations, per tile of ts = min(GEMM_TOKENS, tokens left) tokens, tile
  * after tile (tile t0 at t0 * per-token bytes, so n tokens take no more
  * bytes than n rows of cols floats):
- *   Q8_0: per block, [8 quads][ts] int32 (4 quants, each flipped to
- *         unsigned: q ^ 0x80 = q + 128), then [ts] f32 scales.
+ *   Q8_0: per block, [8 quads][ts] int32 (4 signed quants), then [ts]
+ *         f32 scales, then [ts] int32 sums of the block's 32 quants.
  *   BF16: [pairs][ts] int32 (2 bf16).  F16, F32: [cols][ts] f32. */
 enum {
-    Q8_TOKEN_BLOCK = 8 * 4 + 4,                /* 36 bytes per token per block */
+    Q8_TOKEN_BLOCK = 8 * 4 + 4 + 4,            /* 40 bytes per token per block */
 };
 
 static size_t group_bytes(inf_dtype type, int64_t cols) {
@@ -621,23 +629,24 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
         if (type == INF_DTYPE_Q8_0 && ts == 1) {
             /* a tile of one token is its blocks in order, nothing to
              * transpose (decode: 16 transposes cost ~3 µs a product) */
-            const __m256i flip = _mm256_set1_epi8((char)0x80);
             const float *xt = x + (size_t)tile0 * (size_t)cols;
             for (int64_t b = 0; b < cols / QK; b++) {
                 __m256i q;
                 const float d = q8_quantize_block(xt + b * QK, &q);
-                _mm256_storeu_si256((__m256i *)(tile + b * Q8_TOKEN_BLOCK), _mm256_xor_si256(q, flip));
+                const int32_t sum = q8_block_sum(q);
+                _mm256_storeu_si256((__m256i *)(tile + b * Q8_TOKEN_BLOCK), q);
                 memcpy(tile + b * Q8_TOKEN_BLOCK + 32, &d, sizeof d);
+                memcpy(tile + b * Q8_TOKEN_BLOCK + 36, &sum, sizeof sum);
             }
             continue;
         }
         if (type == INF_DTYPE_Q8_0) {
-            /* two blocks (16 quads) per pass; then each block's scale */
+            /* two blocks (16 quads) per pass; then each block's scale and sum */
             const int64_t nb = cols / QK;
-            const __m512i flip = _mm512_set1_epi8((char)0x80);
             for (int64_t b = 0; b < nb; b += 2) {
                 const bool pair = b + 1 < nb;
                 float d[2][16] = {{0}};
+                int32_t sum[2][16] = {{0}};
                 for (int t = 0; t < 16; t++) {
                     if (t >= ts) {
                         v[t] = _mm512_setzero_si512();
@@ -646,14 +655,19 @@ void inf_avx512_gemm_prepare(inf_dtype type, const float *x, int64_t cols, int n
                     const float *xt = x + (size_t)(tile0 + t) * (size_t)cols + b * QK;
                     __m256i q0, q1 = _mm256_setzero_si256();
                     d[0][t] = q8_quantize_block(xt, &q0);
-                    if (pair) d[1][t] = q8_quantize_block(xt + QK, &q1);
-                    v[t] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1), flip);
+                    sum[0][t] = q8_block_sum(q0);
+                    if (pair) {
+                        d[1][t] = q8_quantize_block(xt + QK, &q1);
+                        sum[1][t] = q8_block_sum(q1);
+                    }
+                    v[t] = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
                 }
                 inf_avx512_transpose16(v);
                 for (int half = 0; half < 1 + pair; half++) {
                     char *pb = tile + (size_t)(b + half) * Q8_TOKEN_BLOCK * ts;
                     for (int quad = 0; quad < 8; quad++) _mm512_mask_storeu_epi32(pb + quad * 4 * ts, lanes, v[half * 8 + quad]);
                     _mm512_mask_storeu_ps(pb + 32 * ts, lanes, _mm512_loadu_ps(d[half]));
+                    _mm512_mask_storeu_epi32(pb + 36 * ts, lanes, _mm512_loadu_si512(sum[half]));
                 }
             }
             continue;
@@ -795,15 +809,18 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
 /* 16 rows x NT tokens of Q8_0 or Q4_0 (T) from a packed group, in ref.c's
  * order: per block the exact integer dot, then sum += (float)dot * (d_w *
  * d_x). The tile holds NT tokens. VPDPBUSD multiplies unsigned by signed
- * bytes: the signed weights stay in registers (Q4_0's nibbles unpacked and
- * less 8), each token's four quants enter flipped (x + 128, as
- * gemm_prepare stores them), and the accumulator starts at -128 * Σ w of
- * the lane's row (formed once per block by the same instruction with 128
- * in every byte), which leaves the exact Σ w x. */
+ * bytes: the weights enter as unsigned, w + bias (Q8_0: flipped, w ^ 0x80
+ * = w + 128; Q4_0: the nibble as stored, w + 8), each token's four quants
+ * as they are (broadcast), and the accumulator starts at -bias * Σ x of
+ * the token's block (gemm_prepare stores the sum), which leaves the exact
+ * Σ w x. With the weights as the signed operand instead, the bias was
+ * -128 * Σ w per row, eight more VPDPBUSD a block in a chain: a decode
+ * product of Q4_0 from L2 ran at 43-44 GB/s a core, from DRAM on one
+ * thread at 40; now 66-74 and 47 (Zen 5). */
 INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_dtype T, int q4_ahead, bool nta, const int NT,
                      float *y, size_t y_stride, __mmask16 rows) {
     const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
-    const __m512i v128 = _mm512_set1_epi8((char)0x80);
+    const int bias = T == INF_DTYPE_Q8_0 ? 128 : 8;
     __m512 sum[GEMM_TOKENS];
     _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
@@ -812,6 +829,7 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
         const char *tb = tile + b * Q8_TOKEN_BLOCK * NT;
         const int32_t *quads = (const int32_t *)tb;
         const float *dx = (const float *)(tb + 32 * NT);
+        const int32_t *sx = (const int32_t *)(tb + 36 * NT);
         /* the stream Q8_PACKED_PREFETCH (Q4_0: q4_ahead) blocks ahead
          * (past the group's end: the next group), non-temporally on AMD */
         const int64_t ahead = b + (T == INF_DTYPE_Q8_0 ? Q8_PACKED_PREFETCH : q4_ahead);
@@ -819,25 +837,24 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
         for (int line = 0; line < qb / 64; line++)
             inf_avx512_prefetch_weights(group + inf_x86_q32_quants_at(T, ahead) + line * 64, nta);
         inf_avx512_prefetch_weights(group + inf_x86_q32_scales_at(T, ahead), nta);
-        __m512i wv[8], w128 = _mm512_setzero_si512();
+        __m512i wv[8]; /* unsigned: w + bias */
         _Pragma("GCC unroll 8")
         for (int quad = 0; quad < 8; quad++) {
             if (T == INF_DTYPE_Q8_0) {
-                wv[quad] = _mm512_load_si512(gb + quad * 64);
+                wv[quad] = _mm512_xor_si512(_mm512_load_si512(gb + quad * 64), _mm512_set1_epi8((char)0x80));
             } else {
-                wv[quad] = inf_avx512_q4_0_quad(_mm512_load_si512(gb + (quad % 4) * 64), quad >= 4);
+                const __m512i u = _mm512_load_si512(gb + (quad % 4) * 64);
+                wv[quad] = _mm512_and_si512(quad >= 4 ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
             }
-            w128 = _mm512_dpbusd_epi32(w128, v128, wv[quad]);
         }
-        const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), w128);
         __m512i acc[GEMM_TOKENS];
         _Pragma("GCC unroll 8")
-        for (int t = 0; t < NT; t++) acc[t] = start;
+        for (int t = 0; t < NT; t++) acc[t] = _mm512_set1_epi32(-bias * sx[t]);
         _Pragma("GCC unroll 8")
         for (int quad = 0; quad < 8; quad++) {
             _Pragma("GCC unroll 8")
             for (int t = 0; t < NT; t++)
-                acc[t] = _mm512_dpbusd_epi32(acc[t], _mm512_set1_epi32(quads[quad * NT + t]), wv[quad]);
+                acc[t] = _mm512_dpbusd_epi32(acc[t], wv[quad], _mm512_set1_epi32(quads[quad * NT + t]));
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q32_scales_at(T, b))));
         _Pragma("GCC unroll 8")
