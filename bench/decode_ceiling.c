@@ -15,30 +15,38 @@
  * order). All products lie one after another in one buffer on huge pages,
  * as packed weights do (inf_alloc_huge).
  *
- * A round times, alternating so that a noisy machine slows both alike:
+ * A round times, alternating so that a noisy machine slows all alike:
  *   products  every product as one inf_pool_run of t tasks, task i summing
  *             the i-th contiguous 1/t of its bytes (what run_ranges gives
  *             each thread before any stealing), a barrier at each end;
- *   one pass  the whole buffer as one such dispatch.
- * Both sum with the loop inf_measure_read_bandwidth uses (eight 64-bit
- * accumulators). Printed: medians over -r rounds, and both against the
- * read bandwidth `inferno bench` quotes (inf_measure_read_bandwidth, best
- * of 8 passes over 1 GiB), measured once before and once after the rounds.
- * A decode's % bw cannot exceed the `products` line: that line already
- * leaves out every kernel's arithmetic, attention and the serial ops
- * between products.
+ *   stolen    the same, but split as run_ranges splits: each task claims
+ *             half of what is left of its share at a time, then steals
+ *             half of what is left of another's from the back, in grains
+ *             of 16 KiB, so the threads end together even when one core
+ *             reads faster than the other (on this VM it sometimes reads
+ *             a third faster, and then `products` is no ceiling);
+ *   one pass  the whole buffer as one dispatch of t contiguous parts.
+ * All sum with the loop inf_measure_read_bandwidth uses (eight 64-bit
+ * accumulators). Printed: medians over -r rounds, against the read
+ * bandwidth `inferno bench` quotes (inf_measure_read_bandwidth, best of 8
+ * passes over 1 GiB), measured once before and once after the rounds. A
+ * decode's % bw cannot exceed the `stolen` line: that line already leaves
+ * out every kernel's arithmetic, attention and the serial ops between
+ * products.
  */
 #include "core/common.h"
 #include "core/pool.h"
 #include "io/gguf.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-enum { MAX_ROUNDS = 101, PRODUCTS_PER_LAYER = 4 };
+enum { MAX_ROUNDS = 101, PRODUCTS_PER_LAYER = 4, MAX_THREADS = 64, GRAIN_WORDS = 16384 / 8 };
 
 static double now_s(void) {
     struct timespec ts;
@@ -50,7 +58,9 @@ typedef struct read_job {
     const uint64_t *words; /* the product's bytes, as words */
     size_t n_words;
     int tasks;
-    uint64_t sums[64]; /* per task, kept so the loads stay */
+    uint64_t sums[MAX_THREADS]; /* per task, kept so the loads stay */
+    /* stolen: each task's share, next << 32 | end, in grains */
+    _Alignas(64) _Atomic uint64_t shares[MAX_THREADS];
 } read_job;
 
 static void read_task(void *ctx, int task, int thread) {
@@ -59,6 +69,35 @@ static void read_task(void *ctx, int task, int thread) {
     const size_t lines = j->n_words / 8;
     const size_t lo = lines * (size_t)task / (size_t)j->tasks * 8, hi = lines * (size_t)(task + 1) / (size_t)j->tasks * 8;
     j->sums[task] += inf_sum_words(j->words + lo, hi - lo);
+}
+
+/* Claims grains of a share as run_ranges does (cpu.c claim_grains): half
+ * of what is left from the front (its owner), or from the back. */
+static bool claim(_Atomic uint64_t *share, bool front, uint32_t *lo, uint32_t *hi) {
+    uint64_t v = atomic_load_explicit(share, memory_order_relaxed);
+    for (;;) {
+        const uint32_t next = (uint32_t)(v >> 32), end = (uint32_t)v;
+        if (next >= end) return false;
+        const uint32_t left = end - next, take = front ? (left + 1) / 2 : (left / 2 ? left / 2 : 1);
+        const uint64_t claimed = front ? (uint64_t)(next + take) << 32 | end : (uint64_t)next << 32 | (end - take);
+        if (atomic_compare_exchange_weak_explicit(share, &v, claimed, memory_order_relaxed, memory_order_relaxed)) {
+            *lo = front ? next : end - take;
+            *hi = front ? next + take : end;
+            return true;
+        }
+    }
+}
+
+static void stolen_task(void *ctx, int task, int thread) {
+    (void)thread;
+    read_job *j = ctx;
+    for (int d = 0; d < j->tasks; d++) {
+        uint32_t lo, hi;
+        while (claim(&j->shares[(task + d) % j->tasks], d == 0, &lo, &hi)) {
+            const size_t a = (size_t)lo * GRAIN_WORDS, b = (size_t)hi * GRAIN_WORDS;
+            j->sums[task] += inf_sum_words(j->words + a, (b < j->n_words ? b : j->n_words) - a);
+        }
+    }
 }
 
 /* Bytes of tensor `name`, 0 when the file lacks it. */
@@ -99,7 +138,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!path || threads < 1 || threads > 64 || rounds < 1 || rounds > MAX_ROUNDS) {
+    if (!path || threads < 1 || threads > MAX_THREADS || rounds < 1 || rounds > MAX_ROUNDS) {
         usage(stderr);
         return 2;
     }
@@ -145,7 +184,8 @@ int main(int argc, char **argv) {
     uint64_t *buf = inf_alloc_huge(total);
     inf_pool *pool = inf_pool_new(threads);
     double *t_products = calloc((size_t)rounds, sizeof(double)), *t_whole = calloc((size_t)rounds, sizeof(double));
-    if (!buf || !pool || !t_products || !t_whole) {
+    double *t_stolen = calloc((size_t)rounds, sizeof(double));
+    if (!buf || !pool || !t_products || !t_whole || !t_stolen) {
         fprintf(stderr, "decode_ceiling: cannot allocate %zu bytes\n", total);
         return 1;
     }
@@ -153,20 +193,31 @@ int main(int argc, char **argv) {
 
     double bw_before = 0, bw_after = 0;
     inf_measure_read_bandwidth(threads, (size_t)1 << 30, &bw_before, &err);
-    read_job j = {.tasks = threads};
+    static read_job j; /* static: aligned, and no stack of 64 shares */
+    j.tasks = threads;
     for (int r = 0; r < rounds; r++) {
-        for (int order = 0; order < 2; order++) {
-            const bool products = (order == 0) == (r % 2 == 0);
+        for (int order = 0; order < 3; order++) {
+            const int kind = (order + r) % 3; /* 0 products, 1 stolen, 2 one pass */
             const double t0 = now_s();
-            if (products) {
+            if (kind < 2) {
                 size_t off = 0;
                 for (int i = 0; i < n_products; i++) {
                     j.words = buf + off / 8;
                     j.n_words = bytes[i] / 8;
-                    inf_pool_run(pool, threads, read_task, &j);
+                    if (kind == 0) {
+                        inf_pool_run(pool, threads, read_task, &j);
+                    } else {
+                        const uint64_t grains = (j.n_words + GRAIN_WORDS - 1) / GRAIN_WORDS;
+                        for (int t = 0; t < threads; t++)
+                            atomic_store_explicit(&j.shares[t],
+                                                  grains * (uint64_t)t / (uint64_t)threads << 32 |
+                                                      grains * (uint64_t)(t + 1) / (uint64_t)threads,
+                                                  memory_order_relaxed);
+                        inf_pool_run(pool, threads, stolen_task, &j);
+                    }
                     off += bytes[i];
                 }
-                t_products[r] = now_s() - t0;
+                (kind == 0 ? t_products : t_stolen)[r] = now_s() - t0;
             } else {
                 j.words = buf;
                 j.n_words = total / 8;
@@ -178,6 +229,7 @@ int main(int argc, char **argv) {
     inf_measure_read_bandwidth(threads, (size_t)1 << 30, &bw_after, &err);
 
     const double gb_products = (double)total / median(t_products, rounds) / 1e9;
+    const double gb_stolen = (double)total / median(t_stolen, rounds) / 1e9;
     const double gb_whole = (double)total / median(t_whole, rounds) / 1e9;
     const double bw = bw_before > bw_after ? bw_before : bw_after;
     printf("%s: %d products per token (%d layers x %d + head), %.1f MB, %d threads, %d rounds\n", path, n_products,
@@ -185,13 +237,16 @@ int main(int argc, char **argv) {
     printf("read bandwidth (inferno bench's figure, best of before/after): %.1f GB/s (%.1f, %.1f)\n", bw, bw_before,
            bw_after);
     printf("one pass over all the bytes:   %6.1f GB/s  %5.1f%% of it\n", gb_whole, 100 * gb_whole / bw);
-    printf("one dispatch per product:      %6.1f GB/s  %5.1f%% of it  (%.1f us per token; the ceiling of decode)\n",
-           gb_products, 100 * gb_products / bw, (double)total / gb_products / 1e3);
+    printf("one dispatch per product:      %6.1f GB/s  %5.1f%% of it  (%.1f us per token)\n", gb_products,
+           100 * gb_products / bw, (double)total / gb_products / 1e3);
+    printf("  shares stolen as run_ranges: %6.1f GB/s  %5.1f%% of it  (%.1f us per token; the ceiling of decode)\n",
+           gb_stolen, 100 * gb_stolen / bw, (double)total / gb_stolen / 1e3);
     printf("checksum %llu\n", (unsigned long long)(j.sums[0] & 0xff));
     inf_pool_free(pool);
     inf_free_aligned(buf);
     free(t_products);
     free(t_whole);
+    free(t_stolen);
     free(bytes);
     return 0;
 }
