@@ -120,7 +120,7 @@ static float q8_quantize_block(const float *x, __m256i *q) {
 
 /* The sum of a block's 32 signed quants. */
 static int32_t q8_block_sum(__m256i q) {
-    /* |q + 128| summed by 8-byte groups, then less 32 * 128 */
+    /* q + 128, as unsigned bytes, summed by 8-byte groups; then less 32 * 128 */
     const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
     const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
     return (int32_t)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
@@ -816,7 +816,7 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
  * Σ w x. With the weights as the signed operand instead, the bias was
  * -128 * Σ w per row, eight more VPDPBUSD a block in a chain: a decode
  * product of Q4_0 from L2 ran at 43-44 GB/s a core, from DRAM on one
- * thread at 40; now 66-74 and 47 (Zen 5). */
+ * thread at 40; now 66-75 and 38-48 (Zen 5, 1024 x 1024). */
 INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_dtype T, int q4_ahead, bool nta, const int NT,
                      float *y, size_t y_stride, __mmask16 rows) {
     const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
