@@ -74,6 +74,22 @@ void inf_advise_huge(void *p, size_t n) {
 #endif
 }
 
+bool inf_pread_all(int fd, uint64_t offset, void *dst, size_t n) {
+    uint8_t *p = dst;
+    while (n) {
+        const ssize_t got = pread(fd, p, n, (off_t)offset);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            if (got == 0) errno = 0;
+            return false;
+        }
+        p += got;
+        n -= (size_t)got;
+        offset += (uint64_t)got;
+    }
+    return true;
+}
+
 enum { READ_THREADS = 4 };
 #define READ_CHUNK ((size_t)1 << 25)
 

@@ -55,6 +55,11 @@ uint64_t inf_sum_words(const uint64_t *p, size_t n);
  * while streaming them); advice only, nothing happens on failure. */
 void inf_advise_huge(void *p, size_t n);
 
+/* Reads bytes [offset, offset + n) of the open file fd into dst on the
+ * calling thread; false on an error (errno says which) or when the file
+ * ends first (errno 0). */
+bool inf_pread_all(int fd, uint64_t offset, void *dst, size_t n);
+
 /* Fills dst with bytes [offset, offset + n) of the open file fd, by up to
  * four threads taking 32 MiB chunks in turn (filling anonymous memory is
  * page faults and copies from the page cache: CPU work that scales with

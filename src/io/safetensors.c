@@ -268,23 +268,6 @@ done:
     return st;
 }
 
-/* pread exactly n bytes at off; false with errno (0 for end of file) on failure. */
-static bool read_exact(int fd, void *dst, size_t n, uint64_t off) {
-    uint8_t *p = dst;
-    while (n) {
-        ssize_t got = pread(fd, p, n, (off_t)off);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-            if (got == 0) errno = 0;
-            return false;
-        }
-        p += got;
-        n -= (size_t)got;
-        off += (uint64_t)got;
-    }
-    return true;
-}
-
 static inf_status read_data(safetensors_file *f, int fd, void (*progress)(double, void *), void *user,
                             inf_error *err) {
     if (f->data_bytes == 0) return INF_OK;
@@ -333,7 +316,7 @@ inf_status safetensors_open(const char *path, safetensors_open_mode mode,
                         (ull)f->file_bytes);
         goto done;
     }
-    if (!read_exact(fd, &n, 8, 0)) {
+    if (!inf_pread_all(fd, 0, &n, 8)) {
         st = inf_errorf(err, INF_ERR_IO, "%s: cannot read the header length: %s", path,
                         errno ? strerror(errno) : "file shrank");
         goto done;
@@ -359,7 +342,7 @@ inf_status safetensors_open(const char *path, safetensors_open_mode mode,
         st = inf_errorf(err, INF_ERR_NOMEM, "%s: out of memory for a %llu-byte header", path, (ull)n);
         goto done;
     }
-    if (!read_exact(fd, header, (size_t)n, 8)) {
+    if (!inf_pread_all(fd, 8, header, (size_t)n)) {
         st = inf_errorf(err, INF_ERR_IO, "%s: cannot read the header: %s", path, errno ? strerror(errno) : "file shrank");
         goto done;
     }

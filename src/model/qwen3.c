@@ -27,11 +27,9 @@
 
 #include "core/common.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 void qwen3_work_free(const inf_model *m, qwen3_work *w) {
     const inf_ops *b = m->backend;
@@ -105,18 +103,6 @@ static void gather_rows(float *dst, const float *src, const int32_t *keep, int n
             memmove(dst + (size_t)i * width, src + (size_t)keep[i] * width, width * sizeof(float));
 }
 
-/* Reads n bytes at offset off of file fd into dst; false on an error or
- * a short file. */
-static bool read_file_bytes(int fd, uint64_t off, void *dst, size_t n) {
-    for (size_t done = 0; done < n;) {
-        const ssize_t got = pread(fd, (char *)dst + done, n - done, (off_t)(off + done));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return false;
-        done += (size_t)got;
-    }
-    return true;
-}
-
 /* x[n][n_embd] = the tokens' rows of token_embd. When those rows lie in
  * a file's mapping, they are read from the file with pread (~3 µs) into a
  * row's buffer and looked up there. Through the mapping, each lookup
@@ -136,7 +122,7 @@ static void embed_tokens(const inf_model *m, qwen3_work *w, const int32_t *token
     row.data = w->embd_row;
     const int32_t only_row = 0;
     for (int i = 0; i < n; i++) {
-        if (read_file_bytes(m->embd_fd, m->embd_offset + (uint64_t)tokens[i] * row_bytes, w->embd_row, row_bytes))
+        if (inf_pread_all(m->embd_fd, m->embd_offset + (uint64_t)tokens[i] * row_bytes, w->embd_row, row_bytes))
             ops->embed(ops, &row, &only_row, 1, x + (size_t)i * E);
         else /* the file went short under us: the mapping, as it is */
             ops->embed(ops, &m->token_embd, tokens + i, 1, x + (size_t)i * E);
