@@ -1036,15 +1036,15 @@ static void decode_task(void *ctx, int task, int thread) {
     j->c->ref->attn_decode(j->c->ref, &one, j->q + off, &kh, &vh, j->out + off);
 }
 
-/* Multiply-adds of one decode token's attention: q·K and p·V. From ~32
- * positions on (Qwen3-0.6B's heads) both threads take KV heads: its K and
- * V rows come from DRAM, latency-bound, so two threads read them faster
- * (build/attn_bench -t 2, Zen 5, µs per layer serial -> parallel: depth
- * 32 11-20 -> 9, depth 48 20 -> 12-13; depth 8 and 17 no better). */
-static double decode_attn_work(const inf_attn_shape *sh) {
-    return 2.0 * (sh->pos0 + 1) * sh->n_head * sh->head_dim;
-}
-
+/* Decode attention runs on every thread, a KV head per task, at any
+ * depth: its K and V rows come from DRAM (the weights of a whole layer
+ * passed through the caches since they were last read), so it is bound by
+ * memory latency, and two threads wait for half as many rows each. In the
+ * model on Zen 5 a layer's attention on one thread took 28-32 µs at
+ * depths 17-31, on two 20-24 µs at 32-81 (0.6B, f16 cache); from the
+ * threshold of 32 positions this replaces, decode 20 tokens after 17 was
+ * 0.5-0.7% faster (in one process, alternating token by token), and decode
+ * from depth 1 level. */
 static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const float *q,
                             const inf_kv_view *k, const inf_kv_view *v, float *out) {
     cpu_backend *c = cpu_of(self);
@@ -1054,7 +1054,7 @@ static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const
         c->ref->attn_decode(c->ref, sh, q, k, v, out);
         return;
     }
-    run_tasks(c, j.tasks, decode_task, &j, decode_attn_work(sh));
+    inf_pool_run(c->pool, j.tasks, decode_task, &j);
 }
 
 typedef struct decode_seqs_job {
@@ -1086,11 +1086,9 @@ static void cpu_attn_decode_seqs(const inf_ops *self, int n_seqs, const inf_attn
     cpu_backend *c = cpu_of(self);
     bool fast = c->k && c->k->attn_decode && c->k->f32_to_f16;
     size_t tmp = 0;
-    double work = 0;
     for (int s = 0; s < n_seqs && fast; s++) {
         fast = shapes[s].n_tok == 1 && kernels_read_kv(c, &k_caches[s], &v_caches[s]);
         if (fast) tmp = INF_MAX(tmp, c->k->attn_tmp_bytes(&shapes[s]));
-        work += decode_attn_work(&shapes[s]);
     }
     if (!fast || !ensure_tmp(c, tmp)) { /* one sequence at a time: the same results */
         for (int s = 0; s < n_seqs; s++) {
@@ -1105,7 +1103,7 @@ static void cpu_attn_decode_seqs(const inf_ops *self, int n_seqs, const inf_attn
     }
     decode_seqs_job j = {.c = c, .shapes = shapes, .q = q, .k = k, .v = v, .k_caches = k_caches,
                          .v_caches = v_caches, .out = out};
-    run_tasks(c, n_seqs * shapes[0].n_head_kv, decode_seqs_task, &j, work);
+    inf_pool_run(c->pool, n_seqs * shapes[0].n_head_kv, decode_seqs_task, &j);
 }
 
 /* Task i runs query block (n_blocks - 1 - i % n_blocks) of KV head i / n_blocks:

@@ -378,10 +378,17 @@ void inf_avx512_attn_decode(const inf_attn_shape *sh, const float *q, const inf_
         }
 #undef DECODE_CASE
 #undef DECODE_TYPE
+        /* o / l, a vector at a time: o was just written by masked vector
+         * stores, which AMD does not forward to loads, and a scalar loop
+         * here waited on every element (Zen 5, build/attn_bench -t 1 -l 1,
+         * hot caches: depth 8 4.0 -> 2.1 µs a layer, depth 80 17.8 -> 10.2) */
         for (int g = 0; g < nh; g++) {
-            const float inv = l[g] > 0.0f ? 1.0f / l[g] : 0.0f;
+            const __m512 inv = _mm512_set1_ps(l[g] > 0.0f ? 1.0f / l[g] : 0.0f);
             float *dst = out + (size_t)(kvh * group + h0 + g) * hd;
-            for (int i = 0; i < hd; i++) dst[i] = o[(size_t)g * hd + i] * inv;
+            for (int i = 0; i < hd; i += 16) {
+                const __mmask16 mk = hd - i >= 16 ? 0xffff : tail_mask(hd - i);
+                _mm512_mask_storeu_ps(dst + i, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, o + (size_t)g * hd + i), inv));
+            }
         }
     }
 }
