@@ -7,7 +7,7 @@
 #   make TSAN=1           ThreadSanitizer build (in build-tsan/)
 #   make kernel-tests     the backend alone and its tests (no cJSON etc.)
 #   make build/attn_bench decode attention, contiguous vs paged KV (bench/attn_bench.c)
-#   make build/decode_ceiling  the read-only floor of a model's decode (bench/decode_ceiling.c)
+#   make build/decode_ceiling  a model's decode against reads of its bytes (bench/decode_ceiling.c)
 #   make build/gguf_to_hf a synthetic GGUF as a Hugging Face directory (scripts/synth-hf.sh)
 #   make build/gguf_split a GGUF split as llama.cpp's gguf-split does (bench/gguf_split.c)
 #   make CC=aarch64-linux-gnu-gcc BUILD=build-arm64 kernel-tests
@@ -207,7 +207,7 @@ fuzz-targets: $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
 $(BUILD)/attn_bench: bench/attn_bench.c $(BUILD)/libinferno-kernels.a
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno-kernels.a -lpthread -lm
 
-# One token's weight products read with the pool, no arithmetic (not a test).
+# One token's weight products read with the pool, and decoded, paired (not a test).
 $(BUILD)/decode_ceiling: bench/decode_ceiling.c $(BUILD)/libinferno.a
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
 

@@ -1,12 +1,14 @@
 /*
  * decode_ceiling.c — how close to the read bandwidth can a decode of this
- * model come at all? Reads the bytes of each weight product of one decoded
- * token, in the forward pass's order and sizes, with the engine's thread
- * pool and one dispatch per product, and does no arithmetic: the time
- * that costs is the floor of any decode that splits its products the way
- * the CPU backend does. Not a test.
+ * model come at all, and how close does the engine's come? Reads the bytes
+ * of each weight product of one decoded token, in the forward pass's order
+ * and sizes, with the engine's thread pool and one dispatch per product,
+ * and does no arithmetic: the time that costs is the floor of any decode
+ * that splits its products the way the CPU backend does. In the same
+ * rounds the engine itself decodes, so that each of its figures has read
+ * figures taken moments before and after. Not a test.
  *
- *   make build/decode_ceiling && build/decode_ceiling -m MODEL.gguf [-t 2] [-r 15]
+ *   make build/decode_ceiling && build/decode_ceiling -m MODEL.gguf [-t 2] [-r 15] [-n 16]
  *
  * Products of a Qwen3 layer, as the forward pass issues them (one dispatch
  * each, model/qwen3.c): q+k+v, o, gate+up, down; then the output head
@@ -15,7 +17,8 @@
  * order). All products lie one after another in one buffer on huge pages,
  * as packed weights do (inf_alloc_huge).
  *
- * A round times, alternating so that a noisy machine slows all alike:
+ * A round times, in an order that turns from round to round, so that a
+ * noisy machine slows all alike:
  *   products  every product as one inf_pool_run of t tasks, task i summing
  *             the i-th contiguous 1/t of its bytes (what run_ranges gives
  *             each thread before any stealing), a barrier at each end;
@@ -25,17 +28,30 @@
  *             of 16 KiB, so the threads end together even when one core
  *             reads faster than the other (on this VM it sometimes reads
  *             a third faster, and then `products` is no ceiling);
- *   one pass  the whole buffer as one dispatch of t contiguous parts.
- * All sum with the loop inf_measure_read_bandwidth uses (eight 64-bit
+ *   one pass  the whole buffer as one dispatch of t contiguous parts;
+ *   NTA pass  the same with a non-temporal software prefetch 4 KiB ahead
+ *             of every line (__builtin_prefetch, locality 0), as the
+ *             kernels read weights on AMD: the lines it brings do not
+ *             displace the L3, so on a buffer not much larger than the
+ *             caches what they held is found there again next pass;
+ *   decode    the engine: the model loaded as `inferno bench --no-mmap`
+ *             loads it, -n tokens decoded after 17, counted as the same
+ *             product bytes per token (the KV rows and the embedding row
+ *             it also reads are left out).
+ * All reads sum with the loop inf_measure_read_bandwidth uses (eight 64-bit
  * accumulators). Printed: medians over -r rounds, against the read
  * bandwidth `inferno bench` quotes (inf_measure_read_bandwidth, best of 8
- * passes over 1 GiB), measured once before and once after the rounds. A
- * decode's % bw cannot exceed the `stolen` line: that line already leaves
- * out every kernel's arithmetic, attention and the serial ops between
- * products.
+ * passes over 1 GiB), measured once before and once after the rounds; and
+ * the median over rounds of the decode's figure over each read line's of
+ * the same round (paired: a noisy spell moves both). The `stolen` line
+ * leaves out every kernel's arithmetic, attention and the serial ops
+ * between products, but it is no hard ceiling: on the Zen 5 VM the
+ * kernels, prefetching in software between their arithmetic, read the
+ * same bytes 12-23% faster than it (2026-12-06, paired).
  */
 #include "core/common.h"
 #include "core/pool.h"
+#include "inferno.h"
 #include "io/gguf.h"
 
 #include <stdatomic.h>
@@ -46,7 +62,18 @@
 #include <string.h>
 #include <time.h>
 
-enum { MAX_ROUNDS = 101, PRODUCTS_PER_LAYER = 4, MAX_THREADS = 64, GRAIN_WORDS = 16384 / 8 };
+enum {
+    MAX_ROUNDS = 101,
+    PRODUCTS_PER_LAYER = 4,
+    MAX_THREADS = 64,
+    GRAIN_WORDS = 16384 / 8,
+    NTA_AHEAD_WORDS = 4096 / 8, /* the NTA pass's prefetch distance */
+    DECODE_DEPTH = 17,          /* tokens in the cache before each round's decode */
+    MAX_DECODE_TOKENS = 1024,
+};
+
+/* What a round times, in this order in round 0. */
+enum { KIND_PRODUCTS, KIND_STOLEN, KIND_WHOLE, KIND_WHOLE_NTA, KIND_DECODE, N_KINDS };
 
 static double now_s(void) {
     struct timespec ts;
@@ -58,6 +85,7 @@ typedef struct read_job {
     const uint64_t *words; /* the product's bytes, as words */
     size_t n_words;
     int tasks;
+    bool nta;                   /* prefetch non-temporally ahead of the loads */
     uint64_t sums[MAX_THREADS]; /* per task, kept so the loads stay */
     /* stolen: each task's share, next << 32 | end, in grains */
     _Alignas(64) _Atomic uint64_t shares[MAX_THREADS];
@@ -68,7 +96,21 @@ static void read_task(void *ctx, int task, int thread) {
     read_job *j = ctx;
     const size_t lines = j->n_words / 8;
     const size_t lo = lines * (size_t)task / (size_t)j->tasks * 8, hi = lines * (size_t)(task + 1) / (size_t)j->tasks * 8;
-    j->sums[task] += inf_sum_words(j->words + lo, hi - lo);
+    if (!j->nta) {
+        j->sums[task] += inf_sum_words(j->words + lo, hi - lo);
+        return;
+    }
+    /* inf_sum_words' loop, the line 4 KiB on prefetched before each line
+     * (lo and hi are whole lines, but for the buffer's last word) */
+    const uint64_t *w = j->words;
+    uint64_t s[8] = {0};
+    size_t a = lo;
+    for (; a + 8 <= hi; a += 8) {
+        __builtin_prefetch(w + INF_MIN(a + NTA_AHEAD_WORDS, j->n_words - 1), 0, 0);
+        for (int k = 0; k < 8; k++) s[k] += w[a + (size_t)k];
+    }
+    for (; a < hi; a++) s[0] += w[a];
+    j->sums[task] += s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
 
 /* Claims grains of a share as run_ranges does (cpu.c claim_grains): half
@@ -117,14 +159,15 @@ static double median(double *v, int n) {
 }
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: decode_ceiling -m MODEL.gguf [-t THREADS] [-r ROUNDS]\n"
+    fprintf(out, "usage: decode_ceiling -m MODEL.gguf [-t THREADS] [-r ROUNDS] [-n TOKENS]\n"
                  "Reads one decoded token's weight products with the engine's pool, no arithmetic:\n"
-                 "the ceiling of decode GB/s for this model and thread count.\n");
+                 "what a decode split as the engine splits could read at; and in the same\n"
+                 "rounds decodes TOKENS tokens (default 16; 0 = none) with the engine.\n");
 }
 
 int main(int argc, char **argv) {
     const char *path = NULL;
-    int threads = 2, rounds = 15;
+    int threads = 2, rounds = 15, decode_tokens = 16;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -133,12 +176,14 @@ int main(int argc, char **argv) {
         if (i + 1 < argc && !strcmp(argv[i], "-m")) path = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "-t")) threads = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "-r")) rounds = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "-n")) decode_tokens = atoi(argv[++i]);
         else {
             usage(stderr);
             return 2;
         }
     }
-    if (!path || threads < 1 || threads > MAX_THREADS || rounds < 1 || rounds > MAX_ROUNDS) {
+    if (!path || threads < 1 || threads > MAX_THREADS || rounds < 1 || rounds > MAX_ROUNDS || decode_tokens < 0 ||
+        decode_tokens > MAX_DECODE_TOKENS) {
         usage(stderr);
         return 2;
     }
@@ -181,11 +226,35 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    /* the engine, loaded as `inferno bench --no-mmap` loads it */
+    inf_model *model = NULL;
+    inf_session *session = NULL;
+    float *logits = NULL;
+    if (decode_tokens > 0) {
+        inf_load_options opt;
+        inf_load_options_default(&opt);
+        opt.n_threads = threads;
+        opt.use_mmap = false;
+        inf_model_info info;
+        int32_t prompt[DECODE_DEPTH];
+        for (int i = 0; i < DECODE_DEPTH; i++) prompt[i] = 100 + 7 * i;
+        if (inf_model_load(path, &opt, &model, &err) != INF_OK ||
+            inf_session_new(model, DECODE_DEPTH + decode_tokens, &session, &err) != INF_OK ||
+            inf_session_eval(session, prompt, DECODE_DEPTH, INF_LOGITS_NONE, NULL, &err) != INF_OK) {
+            fprintf(stderr, "decode_ceiling: %s\n", err.msg);
+            return 1;
+        }
+        inf_model_get_info(model, &info);
+        logits = malloc((size_t)info.n_vocab * sizeof *logits);
+        if (!logits) return 1;
+    }
+
     uint64_t *buf = inf_alloc_huge(total);
     inf_pool *pool = inf_pool_new(threads);
-    double *t_products = calloc((size_t)rounds, sizeof(double)), *t_whole = calloc((size_t)rounds, sizeof(double));
-    double *t_stolen = calloc((size_t)rounds, sizeof(double));
-    if (!buf || !pool || !t_products || !t_whole || !t_stolen) {
+    double *t[N_KINDS];
+    bool alloc_ok = buf && pool;
+    for (int k = 0; k < N_KINDS; k++) alloc_ok = (t[k] = calloc((size_t)rounds, sizeof(double))) && alloc_ok;
+    if (!alloc_ok) {
         fprintf(stderr, "decode_ceiling: cannot allocate %zu bytes\n", total);
         return 1;
     }
@@ -195,58 +264,96 @@ int main(int argc, char **argv) {
     inf_measure_read_bandwidth(threads, (size_t)1 << 30, &bw_before, &err);
     static read_job j; /* static: aligned, and no stack of 64 shares */
     j.tasks = threads;
+    const int n_kinds = decode_tokens > 0 ? N_KINDS : KIND_DECODE;
     for (int r = 0; r < rounds; r++) {
-        for (int order = 0; order < 3; order++) {
-            const int kind = (order + r) % 3; /* 0 products, 1 stolen, 2 one pass */
-            const double t0 = now_s();
-            if (kind < 2) {
+        for (int order = 0; order < n_kinds; order++) {
+            const int kind = (order + r) % n_kinds;
+            double t0 = now_s();
+            if (kind == KIND_PRODUCTS || kind == KIND_STOLEN) {
                 size_t off = 0;
+                j.nta = false;
                 for (int i = 0; i < n_products; i++) {
                     j.words = buf + off / 8;
                     j.n_words = bytes[i] / 8;
-                    if (kind == 0) {
+                    if (kind == KIND_PRODUCTS) {
                         inf_pool_run(pool, threads, read_task, &j);
                     } else {
                         const uint64_t grains = (j.n_words + GRAIN_WORDS - 1) / GRAIN_WORDS;
-                        for (int t = 0; t < threads; t++)
-                            atomic_store_explicit(&j.shares[t],
-                                                  grains * (uint64_t)t / (uint64_t)threads << 32 |
-                                                      grains * (uint64_t)(t + 1) / (uint64_t)threads,
+                        for (int k = 0; k < threads; k++)
+                            atomic_store_explicit(&j.shares[k],
+                                                  grains * (uint64_t)k / (uint64_t)threads << 32 |
+                                                      grains * (uint64_t)(k + 1) / (uint64_t)threads,
                                                   memory_order_relaxed);
                         inf_pool_run(pool, threads, stolen_task, &j);
                     }
                     off += bytes[i];
                 }
-                (kind == 0 ? t_products : t_stolen)[r] = now_s() - t0;
-            } else {
+            } else if (kind == KIND_WHOLE || kind == KIND_WHOLE_NTA) {
                 j.words = buf;
                 j.n_words = total / 8;
+                j.nta = kind == KIND_WHOLE_NTA;
                 inf_pool_run(pool, threads, read_task, &j);
-                t_whole[r] = now_s() - t0;
+            } else {
+                if (inf_session_truncate(session, DECODE_DEPTH, &err) != INF_OK) {
+                    fprintf(stderr, "decode_ceiling: %s\n", err.msg);
+                    return 1;
+                }
+                t0 = now_s();
+                for (int i = 0; i < decode_tokens; i++) {
+                    const int32_t token = 200 + i;
+                    if (inf_session_eval(session, &token, 1, INF_LOGITS_LAST, logits, &err) != INF_OK) {
+                        fprintf(stderr, "decode_ceiling: %s\n", err.msg);
+                        return 1;
+                    }
+                }
             }
+            t[kind][r] = (now_s() - t0) / (kind == KIND_DECODE ? decode_tokens : 1);
         }
     }
     inf_measure_read_bandwidth(threads, (size_t)1 << 30, &bw_after, &err);
 
-    const double gb_products = (double)total / median(t_products, rounds) / 1e9;
-    const double gb_stolen = (double)total / median(t_stolen, rounds) / 1e9;
-    const double gb_whole = (double)total / median(t_whole, rounds) / 1e9;
+    /* paired: the decode's time over each read line's, round by round */
+    double paired[N_KINDS] = {0};
+    if (decode_tokens > 0) {
+        double *ratio = calloc((size_t)rounds, sizeof(double));
+        if (!ratio) return 1;
+        for (int k = 0; k < KIND_DECODE; k++) {
+            for (int r = 0; r < rounds; r++) ratio[r] = t[k][r] / t[KIND_DECODE][r];
+            paired[k] = median(ratio, rounds);
+        }
+        free(ratio);
+    }
+    double gb[N_KINDS];
+    for (int k = 0; k < n_kinds; k++) gb[k] = (double)total / median(t[k], rounds) / 1e9;
     const double bw = bw_before > bw_after ? bw_before : bw_after;
     printf("%s: %d products per token (%d layers x %d + head), %.1f MB, %d threads, %d rounds\n", path, n_products,
            (int)n_layer, PRODUCTS_PER_LAYER, (double)total / 1e6, threads, rounds);
     printf("read bandwidth (inferno bench's figure, best of before/after): %.1f GB/s (%.1f, %.1f)\n", bw, bw_before,
            bw_after);
-    printf("one pass over all the bytes:   %6.1f GB/s  %5.1f%% of it\n", gb_whole, 100 * gb_whole / bw);
-    printf("one dispatch per product:      %6.1f GB/s  %5.1f%% of it  (%.1f us per token)\n", gb_products,
-           100 * gb_products / bw, (double)total / gb_products / 1e3);
-    printf("  shares stolen as run_ranges: %6.1f GB/s  %5.1f%% of it  (%.1f us per token; the ceiling of decode)\n",
-           gb_stolen, 100 * gb_stolen / bw, (double)total / gb_stolen / 1e3);
+    static const char *const line[N_KINDS] = {
+        [KIND_WHOLE] = "one pass over all the bytes:  ",
+        [KIND_WHOLE_NTA] = "  the same, NTA prefetch:     ",
+        [KIND_PRODUCTS] = "one dispatch per product:     ",
+        [KIND_STOLEN] = "  shares stolen as run_ranges:",
+        [KIND_DECODE] = "decode, the engine:           ",
+    };
+    static const int print_order[N_KINDS] = {KIND_WHOLE, KIND_WHOLE_NTA, KIND_PRODUCTS, KIND_STOLEN, KIND_DECODE};
+    for (int i = 0; i < n_kinds; i++) {
+        const int k = print_order[i];
+        printf("%s %6.1f GB/s  %5.1f%% of it  (%.1f us per token", line[k], gb[k], 100 * gb[k] / bw,
+               (double)total / gb[k] / 1e3);
+        if (k == KIND_STOLEN) printf("; as the engine splits");
+        if (decode_tokens > 0 && k != KIND_DECODE) printf("; decode %.1f%% of it, paired", 100 * paired[k]);
+        if (k == KIND_DECODE) printf("; %d tokens after %d, product bytes only", decode_tokens, DECODE_DEPTH);
+        printf(")\n");
+    }
     printf("checksum %llu\n", (unsigned long long)(j.sums[0] & 0xff));
+    inf_session_free(session);
+    inf_model_free(model);
+    free(logits);
     inf_pool_free(pool);
     inf_free_aligned(buf);
-    free(t_products);
-    free(t_whole);
-    free(t_stolen);
+    for (int k = 0; k < N_KINDS; k++) free(t[k]);
     free(bytes);
     return 0;
 }
