@@ -8,7 +8,7 @@
  * rounds the engine itself decodes, so that each of its figures has read
  * figures taken moments before and after. Not a test.
  *
- *   make build/decode_ceiling && build/decode_ceiling -m MODEL.gguf [-t 2] [-r 15] [-n 16]
+ *   make build/decode_ceiling && build/decode_ceiling -m MODEL.gguf [-t 2] [-r 15] [-n 16] [--sizes]
  *
  * Products of a Qwen3 layer, as the forward pass issues them (one dispatch
  * each, model/qwen3.c): q+k+v, o, gate+up, down; then the output head
@@ -48,11 +48,19 @@
  * between products, but it is no hard ceiling: on the Zen 5 VM the
  * kernels, prefetching in software between their arithmetic, read the
  * same bytes 12-23% faster than it (2026-12-06, paired).
+ *
+ * --sizes: then the engine's matvec on products of different sizes, cut
+ * from the output head (its rows [r0, r0 + rows) as a weight of its own,
+ * in the backend's layout), one token each, visited in a scattered order
+ * so that no product starts where the one before ended: what a product
+ * of that many bytes costs, cold, against one long stream.
  */
+#include "backend/ops.h"
 #include "core/common.h"
 #include "core/pool.h"
 #include "inferno.h"
 #include "io/gguf.h"
+#include "model/model.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -158,16 +166,66 @@ static double median(double *v, int n) {
     return v[n / 2];
 }
 
+/* --sizes: the head's matvec on slices of each size in turn (see the
+ * header comment); the last size is the whole head. */
+static int print_product_sizes(const inf_model *m, double bw) {
+    static const int64_t slice_rows[] = {256, 512, 1024, 2048, 4096, 16384, 0};
+    const inf_ops *ops = m->backend;
+    const inf_weight *head = &m->output; /* [n_vocab][n_embd] */
+    const size_t packed = head->packed && ops->weight_packed_bytes ? ops->weight_packed_bytes(ops, head) : 0;
+    const int64_t rows = head->rows, cols = head->cols;
+    if (rows % 16 || (packed && packed % (size_t)(rows / 16))) {
+        fprintf(stderr, "decode_ceiling: the head's %lld rows do not cut into groups of 16\n", (long long)rows);
+        return 1;
+    }
+    const size_t group_bytes = packed ? packed / (size_t)(rows / 16) : 16 * head->row_bytes;
+    float *x = inf_alloc_aligned((size_t)cols * sizeof(float));      /* [cols] */
+    float *y = inf_alloc_aligned((size_t)rows * sizeof(float));      /* [rows] */
+    void *scratch = inf_alloc_aligned((size_t)cols * sizeof(float)); /* one token's rounded row */
+    if (!x || !y || !scratch) return 1;
+    for (int64_t i = 0; i < cols; i++) x[i] = (float)((i * 37) % 101 - 50) / 50.0f;
+    printf("the head's matvec in products of a size, cold, in a scattered order (--sizes):\n");
+    for (size_t k = 0; k < sizeof slice_rows / sizeof *slice_rows; k++) {
+        const int64_t n = slice_rows[k] ? slice_rows[k] : rows;
+        const int64_t count = rows / n; /* slices; the rows past the last are left out */
+        inf_weight w = *head;
+        w.rows = n;
+        const size_t slice_bytes = (size_t)(n / 16) * group_bytes;
+        double seconds = 0;
+        int64_t done = 0;
+        for (int pass = 0; pass < 4; pass++)
+            for (int64_t i = 0; i < count; i++) {
+                const int64_t r0 = (i * 7919) % count * n; /* 7919 is prime: every slice once */
+                if (packed) w.packed = (const char *)head->packed + (size_t)(r0 / 16) * group_bytes;
+                else w.data = (const char *)head->data + (size_t)r0 * head->row_bytes;
+                const double t0 = now_s();
+                ops->matmul(ops, &w, x, 1, 1, y, scratch);
+                seconds += now_s() - t0;
+                done++;
+            }
+        const double gbs = (double)slice_bytes * (double)done / seconds / 1e9;
+        printf("  %6lld rows, %7.2f MB: %6.1f GB/s  %5.1f%% of the bandwidth  (%.1f us per product)\n", (long long)n,
+               (double)slice_bytes / 1e6, gbs, 100 * gbs / bw, seconds / (double)done * 1e6);
+    }
+    inf_free_aligned(x);
+    inf_free_aligned(y);
+    inf_free_aligned(scratch);
+    return 0;
+}
+
 static void usage(FILE *out) {
-    fprintf(out, "usage: decode_ceiling -m MODEL.gguf [-t THREADS] [-r ROUNDS] [-n TOKENS]\n"
+    fprintf(out, "usage: decode_ceiling -m MODEL.gguf [-t THREADS] [-r ROUNDS] [-n TOKENS] [--sizes]\n"
                  "Reads one decoded token's weight products with the engine's pool, no arithmetic:\n"
                  "what a decode split as the engine splits could read at; and in the same\n"
-                 "rounds decodes TOKENS tokens (default 16; 0 = none) with the engine.\n");
+                 "rounds decodes TOKENS tokens (default 16; 0 = none) with the engine.\n"
+                 "--sizes: then the engine's matvec on slices of the output head of 256 rows\n"
+                 "to all of it, cold: what a product costs by its size (needs -n > 0).\n");
 }
 
 int main(int argc, char **argv) {
     const char *path = NULL;
     int threads = 2, rounds = 15, decode_tokens = 16;
+    bool product_sizes = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -177,13 +235,14 @@ int main(int argc, char **argv) {
         else if (i + 1 < argc && !strcmp(argv[i], "-t")) threads = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "-r")) rounds = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "-n")) decode_tokens = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sizes")) product_sizes = true;
         else {
             usage(stderr);
             return 2;
         }
     }
     if (!path || threads < 1 || threads > MAX_THREADS || rounds < 1 || rounds > MAX_ROUNDS || decode_tokens < 0 ||
-        decode_tokens > MAX_DECODE_TOKENS) {
+        decode_tokens > MAX_DECODE_TOKENS || (product_sizes && decode_tokens == 0)) {
         usage(stderr);
         return 2;
     }
@@ -348,6 +407,7 @@ int main(int argc, char **argv) {
         printf(")\n");
     }
     printf("checksum %llu\n", (unsigned long long)(j.sums[0] & 0xff));
+    if (product_sizes && print_product_sizes(model, bw)) return 1;
     inf_session_free(session);
     inf_model_free(model);
     free(logits);
