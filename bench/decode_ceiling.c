@@ -45,9 +45,10 @@
  * the median over rounds of the decode's figure over each read line's of
  * the same round (paired: a noisy spell moves both). The `stolen` line
  * leaves out every kernel's arithmetic, attention and the serial ops
- * between products, but it is no hard ceiling: on the Zen 5 VM the
- * kernels, prefetching in software between their arithmetic, read the
- * same bytes 12-23% faster than it (2026-12-06, paired).
+ * between products, but it is no hard ceiling: the kernels prefetch in
+ * software between their arithmetic, and on one Zen 5 VM host in a busy
+ * spell the decode read the same bytes 12-23% faster than it (2026-12-06,
+ * paired; on another, quieter, 8% slower).
  *
  * --sizes: then the engine's matvec on products of different sizes, cut
  * from the output head (its rows [r0, r0 + rows) as a weight of its own,
