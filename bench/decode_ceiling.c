@@ -179,7 +179,8 @@ static int print_product_sizes(const inf_model *m, double bw) {
         fprintf(stderr, "decode_ceiling: the head's %lld rows do not cut into groups of 16\n", (long long)rows);
         return 1;
     }
-    const size_t group_bytes = packed ? packed / (size_t)(rows / 16) : 16 * head->row_bytes;
+    /* packed layouts hold rows in groups of 8 or 16, each group the same bytes */
+    const size_t bytes_per_16_rows = packed ? packed / (size_t)(rows / 16) : 16 * head->row_bytes;
     float *x = inf_alloc_aligned((size_t)cols * sizeof(float));      /* [cols] */
     float *y = inf_alloc_aligned((size_t)rows * sizeof(float));      /* [rows] */
     void *scratch = inf_alloc_aligned((size_t)cols * sizeof(float)); /* one token's rounded row */
@@ -191,13 +192,13 @@ static int print_product_sizes(const inf_model *m, double bw) {
         const int64_t count = rows / n; /* slices; the rows past the last are left out */
         inf_weight w = *head;
         w.rows = n;
-        const size_t slice_bytes = (size_t)(n / 16) * group_bytes;
+        const size_t slice_bytes = (size_t)(n / 16) * bytes_per_16_rows;
         double seconds = 0;
         int64_t done = 0;
         for (int pass = 0; pass < 4; pass++)
             for (int64_t i = 0; i < count; i++) {
                 const int64_t r0 = (i * 7919) % count * n; /* 7919 is prime: every slice once */
-                if (packed) w.packed = (const char *)head->packed + (size_t)(r0 / 16) * group_bytes;
+                if (packed) w.packed = (const char *)head->packed + (size_t)(r0 / 16) * bytes_per_16_rows;
                 else w.data = (const char *)head->data + (size_t)r0 * head->row_bytes;
                 const double t0 = now_s();
                 ops->matmul(ops, &w, x, 1, 1, y, scratch);
@@ -383,7 +384,7 @@ int main(int argc, char **argv) {
         }
         free(ratio);
     }
-    double gb[N_KINDS];
+    double gb[N_KINDS]; /* median() sorts t[k]: after the pairing above */
     for (int k = 0; k < n_kinds; k++) gb[k] = (double)total / median(t[k], rounds) / 1e9;
     const double bw = bw_before > bw_after ? bw_before : bw_after;
     printf("%s: %d products per token (%d layers x %d + head), %.1f MB, %d threads, %d rounds\n", path, n_products,
