@@ -444,6 +444,100 @@ static void test_engine_vs_session(void) {
 
 /* ------------------------------------------------------------------ pool and tree */
 
+/* The ranges a backend was asked to ready for writing (buffer_prefault). */
+static struct {
+    const char *p[4096];
+    size_t n[4096];
+    int count;
+} readied;
+
+static void record_prefault(const inf_ops *self, void *p, size_t n) {
+    (void)self;
+    if (readied.count < 4096) readied.p[readied.count] = p, readied.n[readied.count] = n;
+    readied.count++;
+}
+
+/* Whether the recorded ranges lie in [base, base + bytes) and cover the K
+ * (or V) rows of positions [p0, p1) of every layer and head, and nothing
+ * else: the rows' bytes add up to the ranges'. */
+static bool readied_exactly(const inf_model *m, const qwen3_kv *kv, void *base, const int32_t *blocks, int p0,
+                            int p1) {
+    const size_t bytes = qwen3_kv_bytes(m, kv->block_size, kv->n_blocks);
+    const size_t row = inf_kv_type_bytes(m->opt.kv_type, (size_t)m->cfg.head_dim);
+    size_t in_base = 0, rows = 0;
+    for (int i = 0; i < readied.count; i++) {
+        if (readied.p[i] < (const char *)base || readied.p[i] >= (const char *)base + bytes) continue;
+        if (readied.p[i] + readied.n[i] > (const char *)base + bytes) return false;
+        in_base += readied.n[i];
+    }
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const inf_kv_view v = qwen3_kv_view(m, kv, base, l, blocks);
+        for (int h = 0; h < m->cfg.n_head_kv; h++)
+            for (int p = p0; p < p1; p++, rows++) {
+                const char *r = (const char *)v.data + inf_kv_type_bytes(v.type, inf_kv_elem(&v, p, h));
+                bool covered = false;
+                for (int i = 0; i < readied.count && !covered; i++)
+                    covered = r >= readied.p[i] && r + row <= readied.p[i] + readied.n[i];
+                if (!covered) return false;
+            }
+    }
+    return in_base == rows * row;
+}
+
+static void test_kv_prefault(void) {
+    test_begin("kv memory is readied for writing before its first use, and only that");
+    inf_model *m = load(path_q8, 1, INF_KV_F16);
+    if (!m) return;
+    inf_ops recording = *m->backend;
+    recording.buffer_prefault = record_prefault;
+    const inf_ops *backend = m->backend;
+    m->backend = &recording;
+    kv_cache c;
+    inf_error err = {0};
+    if (TEST_CHECK(kv_cache_init(&c, m, 4, 6, false, &err) == INF_OK, "init: %s", err.msg)) {
+        const size_t block_bytes = qwen3_kv_bytes(m, 4, 1);
+        readied.count = 0;
+        const int32_t b = kv_cache_alloc(&c);
+        TEST_CHECK(readied.count == 2 && readied.p[0] == (char *)c.kv.k + (size_t)b * block_bytes &&
+                       readied.p[1] == (char *)c.kv.v + (size_t)b * block_bytes && readied.n[0] == block_bytes &&
+                       readied.n[1] == block_bytes,
+                   "a new block: its K and V bytes, %d ranges", readied.count);
+        kv_cache_unref(&c, b);
+        readied.count = 0;
+        TEST_CHECK(kv_cache_alloc(&c) == b && readied.count == 0, "a block used before: nothing");
+        /* positions 3..9 of a sequence whose blocks are 5, 1, 2: three runs of rows per head */
+        const int32_t table[3] = {5, 1, 2};
+        readied.count = 0;
+        qwen3_kv_prefault_positions(m, &c.kv, table, 3, 10);
+        TEST_CHECK(readied_exactly(m, &c.kv, c.kv.k, table, 3, 10) &&
+                       readied_exactly(m, &c.kv, c.kv.v, table, 3, 10),
+                   "positions 3..9 through a block table: their rows exactly (%d ranges)", readied.count);
+        kv_cache_free(&c);
+    }
+    /* a session readies its next positions before writing them */
+    inf_session *s = NULL;
+    if (TEST_CHECK(inf_session_new(m, 100, &s, &err) == INF_OK, "session: %s", err.msg)) {
+        int32_t toks[70];
+        for (int i = 0; i < 70; i++) toks[i] = 10 + i;
+        readied.count = 0;
+        TEST_CHECK(inf_session_eval(s, toks, 3, INF_LOGITS_NONE, NULL, &err) == INF_OK, "eval: %s", err.msg);
+        TEST_CHECK(readied_exactly(m, &s->kv, s->kv.k, inf_kv_single_block, 0, 64) &&
+                       readied_exactly(m, &s->kv, s->kv.v, inf_kv_single_block, 0, 64),
+                   "3 tokens: positions 0..63");
+        readied.count = 0;
+        TEST_CHECK(inf_session_eval(s, toks, 61, INF_LOGITS_NONE, NULL, &err) == INF_OK, "eval: %s", err.msg);
+        TEST_CHECK(readied_exactly(m, &s->kv, s->kv.k, inf_kv_single_block, 0, 0), "up to 64: nothing more");
+        readied.count = 0;
+        TEST_CHECK(inf_session_eval(s, toks, 1, INF_LOGITS_NONE, NULL, &err) == INF_OK, "eval: %s", err.msg);
+        TEST_CHECK(readied_exactly(m, &s->kv, s->kv.k, inf_kv_single_block, 64, 100) &&
+                       readied_exactly(m, &s->kv, s->kv.v, inf_kv_single_block, 64, 100),
+                   "position 64: up to the context's end, 99");
+        inf_session_free(s);
+    }
+    m->backend = backend;
+    inf_model_free(m);
+}
+
 static void test_kv_cache(void) {
     test_begin("kv cache: LRU eviction, partial blocks, copy on write");
     inf_model *m = load(path_q8, 1, INF_KV_F16);
@@ -894,6 +988,7 @@ int main(void) {
         test_parallel_sampling();
         test_engine_vs_session();
         test_kv_cache();
+        test_kv_prefault();
         test_kv_cache_churn();
         test_accounting(true);
         test_accounting(false);

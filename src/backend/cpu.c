@@ -1168,6 +1168,7 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
         .name = inf_isa_name(isa),
         .buffer_alloc = c->ref->buffer_alloc, /* host memory, as the reference */
         .buffer_free = c->ref->buffer_free,
+        .buffer_prefault = c->ref->buffer_prefault,
         .weight_packed_bytes = c->k && c->k->pack_rows ? cpu_weight_packed_bytes : NULL,
         .weight_pack = c->k && c->k->pack_rows ? cpu_weight_pack : NULL,
         .weight_pack_made = c->k && c->k->pack_rows ? cpu_weight_pack_made : NULL,

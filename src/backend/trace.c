@@ -76,14 +76,19 @@ static void record(const inf_ops *self, enum trace_op op, uint64_t t0_ns, uint64
 
 /* ------------------------------------------------------------------ forwarding ops */
 
-static void *trace_buffer_alloc(const inf_ops *self, size_t bytes) {
+static void *trace_buffer_alloc(const inf_ops *self, size_t bytes, inf_buffer_use use) {
     const inf_ops *in = trace_of(self)->inner;
-    return in->buffer_alloc(in, bytes);
+    return in->buffer_alloc(in, bytes, use);
 }
 
 static void trace_buffer_free(const inf_ops *self, void *p) {
     const inf_ops *in = trace_of(self)->inner;
     in->buffer_free(in, p);
+}
+
+static void trace_buffer_prefault(const inf_ops *self, void *p, size_t n) {
+    const inf_ops *in = trace_of(self)->inner;
+    in->buffer_prefault(in, p, n);
 }
 
 static void trace_matmul(const inf_ops *self, const inf_weight *w, const float *x, int n, int n_decode,
@@ -238,6 +243,7 @@ inf_ops *inf_ops_trace_new(const inf_ops *inner) {
         .name = tr->name,
         .buffer_alloc = trace_buffer_alloc,
         .buffer_free = trace_buffer_free,
+        .buffer_prefault = inner->buffer_prefault ? trace_buffer_prefault : NULL,
         .matmul = trace_matmul,
         .matmul_group = trace_matmul_group,
         .matmul_ahead = inner->matmul_ahead ? trace_matmul_ahead : NULL,

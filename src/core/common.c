@@ -149,6 +149,18 @@ int inf_pread_parallel(int fd, uint64_t offset, void *dst, size_t n, void (*prog
     return failed;
 }
 
+void inf_prefault_write(void *p, size_t n) {
+#ifdef __linux__
+    enum { POPULATE_WRITE = 23 }; /* MADV_POPULATE_WRITE, where the headers predate it */
+    if (n == 0) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = (uintptr_t)p / page * page, hi = ((uintptr_t)p + n + page - 1) / page * page;
+    madvise((void *)lo, hi - lo, POPULATE_WRITE);
+#else
+    (void)p, (void)n;
+#endif
+}
+
 void inf_release_pages(const void *p, size_t n) {
     const uintptr_t lo = (uintptr_t)p, page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t first = (lo + page - 1) / page * page, end = (lo + n) / page * page;

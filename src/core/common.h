@@ -55,6 +55,14 @@ uint64_t inf_sum_words(const uint64_t *p, size_t n);
  * while streaming them); advice only, nothing happens on failure. */
 void inf_advise_huge(void *p, size_t n);
 
+/* Maps the pages under [p, p + n) of a private writable mapping now, for
+ * writing, in one system call (MADV_POPULATE_WRITE, Linux 5.14): the
+ * first writes would otherwise fault them in one at a time, and in a VM a
+ * fault cost ~10 µs a page where this cost ~0.6 (Zen 5 VM, 4 KiB pages).
+ * Contents are unchanged; advice only, a failure (an older kernel) is
+ * ignored. */
+void inf_prefault_write(void *p, size_t n);
+
 /* Reads bytes [offset, offset + n) of the open file fd into dst on the
  * calling thread; false on an error (errno says which) or when the file
  * ends first (errno 0). */

@@ -32,14 +32,15 @@ inf_status kv_cache_init(kv_cache *c, const inf_model *m, int block_size, int n_
     c->kv.n_blocks = n_blocks;
     const size_t bytes = qwen3_kv_bytes(m, block_size, n_blocks);
     const inf_ops *b = m->backend;
-    c->kv.k = b->buffer_alloc(b, bytes);
-    c->kv.v = b->buffer_alloc(b, bytes);
+    c->kv.k = b->buffer_alloc(b, bytes, INF_BUFFER_RUNS); /* block by block */
+    c->kv.v = b->buffer_alloc(b, bytes, INF_BUFFER_RUNS);
     c->ref = calloc((size_t)n_blocks, sizeof *c->ref);
     c->node_of = calloc((size_t)n_blocks, sizeof *c->node_of);
     c->free_list = malloc((size_t)n_blocks * sizeof *c->free_list);
+    c->ready = calloc((size_t)n_blocks, sizeof *c->ready);
     c->heap = malloc((size_t)n_blocks * sizeof *c->heap);
     c->root = calloc(1, sizeof *c->root);
-    if (!c->kv.k || !c->kv.v || !c->ref || !c->node_of || !c->free_list || !c->heap || !c->root) {
+    if (!c->kv.k || !c->kv.v || !c->ref || !c->node_of || !c->free_list || !c->ready || !c->heap || !c->root) {
         kv_cache_free(c);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for a KV pool of %d blocks (%zu bytes)", n_blocks,
                           2 * bytes);
@@ -70,6 +71,7 @@ void kv_cache_free(kv_cache *c) {
     free(c->ref);
     free(c->node_of);
     free(c->free_list);
+    free(c->ready);
     free(c->heap);
     memset(c, 0, sizeof *c);
 }
@@ -166,19 +168,17 @@ int32_t kv_cache_alloc(kv_cache *c) {
     if (c->n_free == 0 && !evict_one(c)) return -1;
     const int32_t b = c->free_list[--c->n_free];
     c->ref[b] = 1;
+    if (!c->ready[b]) { /* its first use */
+        qwen3_kv_prefault(c->model, &c->kv, b, 1);
+        c->ready[b] = true;
+    }
     return b;
 }
 
 void kv_cache_copy_block(kv_cache *c, int32_t dst, int32_t src) {
-    const inf_model *m = c->model;
-    const size_t block_bytes = qwen3_kv_bytes(m, c->kv.block_size, 1) / (size_t)m->cfg.n_layer;
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        const size_t layer = (size_t)l * (size_t)c->kv.n_blocks * block_bytes;
-        memcpy((char *)c->kv.k + layer + (size_t)dst * block_bytes, (char *)c->kv.k + layer + (size_t)src * block_bytes,
-               block_bytes);
-        memcpy((char *)c->kv.v + layer + (size_t)dst * block_bytes, (char *)c->kv.v + layer + (size_t)src * block_bytes,
-               block_bytes);
-    }
+    const size_t block_bytes = qwen3_kv_bytes(c->model, c->kv.block_size, 1); /* every layer's rows */
+    memcpy((char *)c->kv.k + (size_t)dst * block_bytes, (char *)c->kv.k + (size_t)src * block_bytes, block_bytes);
+    memcpy((char *)c->kv.v + (size_t)dst * block_bytes, (char *)c->kv.v + (size_t)src * block_bytes, block_bytes);
 }
 
 /* ------------------------------------------------------------------ prefix tree */

@@ -51,15 +51,15 @@ inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_erro
     qwen3_work_free(m, w);
     const size_t rows = (size_t)n;
     const int widest = INF_MAX(INF_MAX(c->n_embd, c->q_dim), c->n_ff);
-    w->x = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float));
-    w->xn = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float));
-    w->q = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float));
-    w->k = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float));
-    w->v = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float));
-    w->attn = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float));
-    w->gate = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float));
-    w->up = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float));
-    w->scratch = b->buffer_alloc(b, rows * (size_t)widest * sizeof(float));
+    w->x = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float), INF_BUFFER_RUNS);
+    w->xn = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float), INF_BUFFER_RUNS);
+    w->q = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float), INF_BUFFER_RUNS);
+    w->k = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float), INF_BUFFER_RUNS);
+    w->v = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float), INF_BUFFER_RUNS);
+    w->attn = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float), INF_BUFFER_RUNS);
+    w->gate = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float), INF_BUFFER_RUNS);
+    w->up = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float), INF_BUFFER_RUNS);
+    w->scratch = b->buffer_alloc(b, rows * (size_t)widest * sizeof(float), INF_BUFFER_RUNS);
     w->pos = malloc(rows * sizeof *w->pos);
     w->keep = malloc(rows * sizeof *w->keep);
     w->dec_shapes = malloc(rows * sizeof *w->dec_shapes);
@@ -71,6 +71,12 @@ inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_erro
         qwen3_work_free(m, w);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for activations of %d tokens", n);
     }
+    if (b->buffer_prefault) { /* the buffers a pass of n rows writes whole */
+        const int row_floats[] = {c->n_embd, c->n_embd, c->q_dim, c->kv_dim, c->kv_dim, c->q_dim, c->n_ff, c->n_ff};
+        void *const whole[] = {w->x, w->xn, w->q, w->k, w->v, w->attn, w->gate, w->up};
+        for (size_t i = 0; i < sizeof whole / sizeof *whole; i++)
+            b->buffer_prefault(b, whole[i], rows * (size_t)row_floats[i] * sizeof(float));
+    }
     w->n_cap = n;
     return INF_OK;
 }
@@ -80,16 +86,42 @@ size_t qwen3_kv_bytes(const inf_model *m, int block_size, int n_blocks) {
     return inf_kv_type_bytes(m->opt.kv_type, elems);
 }
 
+void qwen3_kv_prefault(const inf_model *m, const qwen3_kv *kv, int first, int count) {
+    const inf_ops *b = m->backend;
+    if (!b->buffer_prefault || count <= 0) return;
+    const size_t block_bytes = qwen3_kv_bytes(m, kv->block_size, 1);
+    b->buffer_prefault(b, (char *)kv->k + (size_t)first * block_bytes, (size_t)count * block_bytes);
+    b->buffer_prefault(b, (char *)kv->v + (size_t)first * block_bytes, (size_t)count * block_bytes);
+}
+
+void qwen3_kv_prefault_positions(const inf_model *m, const qwen3_kv *kv, const int32_t *blocks, int p0, int p1) {
+    const inf_ops *b = m->backend;
+    if (!b->buffer_prefault || p0 >= p1) return;
+    const inf_kv_type type = m->opt.kv_type;
+    const size_t row_bytes = inf_kv_type_bytes(type, (size_t)m->cfg.head_dim);
+    for (int l = 0; l < m->cfg.n_layer; l++)
+        for (int half = 0; half < 2; half++) {
+            const inf_kv_view v = qwen3_kv_view(m, kv, half ? kv->v : kv->k, l, blocks);
+            for (int h = 0; h < m->cfg.n_head_kv; h++)
+                for (int p = p0; p < p1;) {
+                    const int end = INF_MIN(p1, (p / v.block_size + 1) * v.block_size); /* p's block */
+                    b->buffer_prefault(b, (char *)v.data + inf_kv_type_bytes(type, inf_kv_elem(&v, p, h)),
+                                       (size_t)(end - p) * row_bytes);
+                    p = end;
+                }
+        }
+}
+
 inf_kv_view qwen3_kv_view(const inf_model *m, const qwen3_kv *kv, void *base, int layer, const int32_t *blocks) {
     const inf_kv_type type = m->opt.kv_type;
     const size_t head_dim = (size_t)m->cfg.head_dim;
-    const size_t block_elems = (size_t)kv->block_size * (size_t)m->cfg.kv_dim;
+    const size_t layer_elems = (size_t)kv->block_size * (size_t)m->cfg.kv_dim; /* one layer's rows of a block */
     return (inf_kv_view){
-        .data = (char *)base + inf_kv_type_bytes(type, (size_t)layer * (size_t)kv->n_blocks * block_elems),
+        .data = (char *)base + inf_kv_type_bytes(type, (size_t)layer * layer_elems),
         .type = type,
         .pos_stride = head_dim,
         .head_stride = (size_t)kv->block_size * head_dim,
-        .block_stride = block_elems,
+        .block_stride = (size_t)m->cfg.n_layer * layer_elems,
         .block_size = kv->block_size,
         .blocks = blocks,
     };
