@@ -175,8 +175,7 @@ struct inf_ops {
      * unchanged: host memory maps its pages in one system call
      * (inf_prefault_write) instead of a page fault at a time as the kernels
      * first write them: memory about to be written (a KV block, a
-     * session's next positions, a pass's activations). NULL where there is
-     * nothing to do. */
+     * pass's activations). NULL where there is nothing to do. */
     void (*buffer_prefault)(const inf_ops *self, void *p, size_t n);
 
     /* y[n][w->rows] = x[n][w->cols] · W^T. scratch holds the rounded

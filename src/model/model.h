@@ -104,10 +104,11 @@ enum { QWEN3_UBATCH = 512 };
  * layer's K and V, allocated by the model's backend. Layout of k and v (elements of kv_type; ops.h,
  * inf_kv_view): [n_blocks][n_layer][n_head_kv][block_size][head_dim], so a
  * block's rows lie together. Memory is readied for writing before the
- * kernels first write it (a block when it is first taken), in a
- * few system calls rather than a page fault per page under the kernels:
- * with faults a fresh 0.6B session's prefill of 511 tokens took ~150 ms
- * longer than the same prefill into a used cache (Zen 5 VM, 22k faults). */
+ * kernels first write it (an engine's block when it is first taken, a
+ * session's one block when it is made), in a few system calls rather than
+ * a page fault per page under the kernels: with faults a fresh 0.6B
+ * session's prefill of 511 tokens took ~150 ms longer than the same
+ * prefill into a used cache (Zen 5 VM, 22k faults). */
 typedef struct qwen3_kv {
     void *k, *v;
     int block_size;
