@@ -493,10 +493,16 @@ static int drain(inf_engine *e, inf_error *err) {
 static int bench_parallel(bench_ctx *b, int n_streams) {
     const bench_opts *o = b->o;
     const int steps = o->n_decode, depth = o->n_depths ? o->depths[0] : 64;
+    /* Streams whose prompts are in decode while the later prompts prefill,
+     * PREFILL_CHUNK tokens a step: tokens each may make before the timed
+     * steps, so that nobody reaches max_tokens inside them */
+    enum { PREFILL_CHUNK = 512 };
+    const int head_start = (int)(((int64_t)n_streams * depth + PREFILL_CHUNK - 1) / PREFILL_CHUNK) + n_streams + 2;
     inf_engine_options eo;
     inf_engine_options_default(&eo);
     eo.max_seqs = n_streams;
-    eo.n_ctx = depth + steps + n_streams + 8;
+    eo.prefill_chunk = PREFILL_CHUNK;
+    eo.n_ctx = depth + steps + head_start + 8;
     eo.no_prefix_cache = true;
     inf_engine *e = NULL;
     inf_error err = {0};
@@ -527,7 +533,7 @@ static int bench_parallel(bench_ctx *b, int n_streams) {
             req.n_prompt = (size_t)depth;
             req.sampling.temperature = 0;
             req.ignore_eog = true;
-            req.max_tokens = steps + n_streams + 2; /* nobody ends inside the timed steps */
+            req.max_tokens = steps + head_start; /* nobody ends inside the timed steps */
             req.on_event = on_stream_event;
             req.user = &st[i];
             if (inf_engine_submit(e, &req, &ids[i], &err)) rc = -1;
