@@ -158,6 +158,12 @@ typedef struct inf_attn_shape {
     float scale;    /* 1/sqrt(head_dim) */
 } inf_attn_shape;
 
+/* How a buffer is written: in runs of megabytes (a pass's activations,
+ * an engine KV block of every layer), or a little at a time all over (a
+ * session's KV cache: one row of every head of every layer per token,
+ * whose memory should grow with the sequence, not at its first token). */
+typedef enum inf_buffer_use { INF_BUFFER_RUNS, INF_BUFFER_SCATTERED } inf_buffer_use;
+
 typedef struct inf_ops inf_ops;
 
 struct inf_ops {
@@ -166,16 +172,17 @@ struct inf_ops {
     /* The buffers the kernels read and write (activations, the KV caches)
      * come from here, so that a device backend can place them in its own
      * memory; weights stay where the loader put them. 64-byte aligned;
-     * NULL when out of memory. buffer_free takes NULL. Host memory puts
-     * buffers of 2 MiB and more on huge pages: their users fill them in
-     * runs of megabytes (activations, KV blocks), not a row here and there. */
-    void *(*buffer_alloc)(const inf_ops *self, size_t bytes);
+     * NULL when out of memory. buffer_free takes NULL. `use` says how the
+     * buffer is written (host memory puts large INF_BUFFER_RUNS buffers on
+     * huge pages). */
+    void *(*buffer_alloc)(const inf_ops *self, size_t bytes, inf_buffer_use use);
     void (*buffer_free)(const inf_ops *self, void *p);
     /* Readies bytes [p, p + n) of a buffer for writing now, contents
      * unchanged: host memory maps its pages in one system call
      * (inf_prefault_write) instead of a page fault at a time as the kernels
      * first write them: memory about to be written (a KV block, a
-     * pass's activations). NULL where there is nothing to do. */
+     * session's next positions, a pass's activations). NULL where there is
+     * nothing to do. */
     void (*buffer_prefault)(const inf_ops *self, void *p, size_t n);
 
     /* y[n][w->rows] = x[n][w->cols] · W^T. scratch holds the rounded

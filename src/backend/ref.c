@@ -508,13 +508,13 @@ static void ref_matmul_group(const inf_ops *self, const inf_weight *const *w, in
     for (int i = 0; i < count; i++) ref_matmul(self, w[i], x, n, n_decode, y[i], scratch);
 }
 
-/* Buffers of 2 MiB and more on huge pages where the system gives them:
- * readied (buffer_prefault) 2 MiB at a time, ~0.25 µs per 4 KiB where 4 KiB
- * pages took ~1.8 µs each through MADV_POPULATE_WRITE and ~10 µs each
- * faulted (Zen 5 VM). */
-static void *ref_buffer_alloc(const inf_ops *self, size_t bytes) {
+/* Buffers written in runs, of 2 MiB and more, on huge pages where the
+ * system gives them: readied (buffer_prefault) 2 MiB at a time, ~0.25 µs
+ * per 4 KiB where 4 KiB pages took ~1.8 µs each through
+ * MADV_POPULATE_WRITE and ~10 µs each faulted (Zen 5 VM). */
+static void *ref_buffer_alloc(const inf_ops *self, size_t bytes, inf_buffer_use use) {
     (void)self;
-    return bytes >= (2u << 20) ? inf_alloc_huge(bytes) : inf_alloc_aligned(bytes);
+    return use == INF_BUFFER_RUNS && bytes >= (2u << 20) ? inf_alloc_huge(bytes) : inf_alloc_aligned(bytes);
 }
 
 static void ref_buffer_free(const inf_ops *self, void *p) {

@@ -76,9 +76,9 @@ static void record(const inf_ops *self, enum trace_op op, uint64_t t0_ns, uint64
 
 /* ------------------------------------------------------------------ forwarding ops */
 
-static void *trace_buffer_alloc(const inf_ops *self, size_t bytes) {
+static void *trace_buffer_alloc(const inf_ops *self, size_t bytes, inf_buffer_use use) {
     const inf_ops *in = trace_of(self)->inner;
-    return in->buffer_alloc(in, bytes);
+    return in->buffer_alloc(in, bytes, use);
 }
 
 static void trace_buffer_free(const inf_ops *self, void *p) {

@@ -32,8 +32,8 @@ inf_status kv_cache_init(kv_cache *c, const inf_model *m, int block_size, int n_
     c->kv.n_blocks = n_blocks;
     const size_t bytes = qwen3_kv_bytes(m, block_size, n_blocks);
     const inf_ops *b = m->backend;
-    c->kv.k = b->buffer_alloc(b, bytes);
-    c->kv.v = b->buffer_alloc(b, bytes);
+    c->kv.k = b->buffer_alloc(b, bytes, INF_BUFFER_RUNS); /* block by block */
+    c->kv.v = b->buffer_alloc(b, bytes, INF_BUFFER_RUNS);
     c->ref = calloc((size_t)n_blocks, sizeof *c->ref);
     c->node_of = calloc((size_t)n_blocks, sizeof *c->node_of);
     c->free_list = malloc((size_t)n_blocks * sizeof *c->free_list);

@@ -105,9 +105,9 @@ enum { QWEN3_UBATCH = 512 };
  * inf_kv_view): [n_blocks][n_layer][n_head_kv][block_size][head_dim], so a
  * block's rows lie together. Memory is readied for writing before the
  * kernels first write it (an engine's block when it is first taken, a
- * session's one block when it is made), in a few system calls rather than
- * a page fault per page under the kernels: with faults a fresh 0.6B
- * session's prefill of 511 tokens took ~150 ms longer than the same
+ * session's next positions as it reaches them), in a few system calls
+ * rather than a page fault per page under the kernels: with faults a fresh
+ * 0.6B session's prefill of 511 tokens took ~150 ms longer than the same
  * prefill into a used cache (Zen 5 VM, 22k faults). */
 typedef struct qwen3_kv {
     void *k, *v;
@@ -122,6 +122,9 @@ size_t qwen3_kv_bytes(const inf_model *m, int block_size, int n_blocks);
 /* Readies blocks [first, first + count) of k and v for writing (ops.h,
  * buffer_prefault): before their first use. */
 void qwen3_kv_prefault(const inf_model *m, const qwen3_kv *kv, int first, int count);
+/* The same for the rows of positions [p0, p1) of a sequence with block
+ * table `blocks`: every layer's and head's (one range each per block). */
+void qwen3_kv_prefault_positions(const inf_model *m, const qwen3_kv *kv, const int32_t *blocks, int p0, int p1);
 
 /* One sequence's rows in a forward batch: n consecutive rows at positions
  * pos0 .. pos0 + n - 1, its KV rows read and written through its block
@@ -178,6 +181,7 @@ struct inf_session {
     int n_past;
     int rope_offset; /* RoPE position of cache row 0 (inf_session_set_rope_offset) */
     qwen3_kv kv;
+    int n_ready;     /* positions readied for writing (qwen3_kv_prefault_positions), from 0 */
     qwen3_work work;
 };
 

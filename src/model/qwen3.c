@@ -51,15 +51,15 @@ inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_erro
     qwen3_work_free(m, w);
     const size_t rows = (size_t)n;
     const int widest = INF_MAX(INF_MAX(c->n_embd, c->q_dim), c->n_ff);
-    w->x = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float));
-    w->xn = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float));
-    w->q = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float));
-    w->k = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float));
-    w->v = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float));
-    w->attn = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float));
-    w->gate = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float));
-    w->up = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float));
-    w->scratch = b->buffer_alloc(b, rows * (size_t)widest * sizeof(float));
+    w->x = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float), INF_BUFFER_RUNS);
+    w->xn = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float), INF_BUFFER_RUNS);
+    w->q = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float), INF_BUFFER_RUNS);
+    w->k = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float), INF_BUFFER_RUNS);
+    w->v = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float), INF_BUFFER_RUNS);
+    w->attn = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float), INF_BUFFER_RUNS);
+    w->gate = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float), INF_BUFFER_RUNS);
+    w->up = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float), INF_BUFFER_RUNS);
+    w->scratch = b->buffer_alloc(b, rows * (size_t)widest * sizeof(float), INF_BUFFER_RUNS);
     w->pos = malloc(rows * sizeof *w->pos);
     w->keep = malloc(rows * sizeof *w->keep);
     w->dec_shapes = malloc(rows * sizeof *w->dec_shapes);
@@ -92,6 +92,24 @@ void qwen3_kv_prefault(const inf_model *m, const qwen3_kv *kv, int first, int co
     const size_t block_bytes = qwen3_kv_bytes(m, kv->block_size, 1);
     b->buffer_prefault(b, (char *)kv->k + (size_t)first * block_bytes, (size_t)count * block_bytes);
     b->buffer_prefault(b, (char *)kv->v + (size_t)first * block_bytes, (size_t)count * block_bytes);
+}
+
+void qwen3_kv_prefault_positions(const inf_model *m, const qwen3_kv *kv, const int32_t *blocks, int p0, int p1) {
+    const inf_ops *b = m->backend;
+    if (!b->buffer_prefault || p0 >= p1) return;
+    const inf_kv_type type = m->opt.kv_type;
+    const size_t row_bytes = inf_kv_type_bytes(type, (size_t)m->cfg.head_dim);
+    for (int l = 0; l < m->cfg.n_layer; l++)
+        for (int half = 0; half < 2; half++) {
+            const inf_kv_view v = qwen3_kv_view(m, kv, half ? kv->v : kv->k, l, blocks);
+            for (int h = 0; h < m->cfg.n_head_kv; h++)
+                for (int p = p0; p < p1;) {
+                    const int end = INF_MIN(p1, (p / v.block_size + 1) * v.block_size); /* p's block */
+                    b->buffer_prefault(b, (char *)v.data + inf_kv_type_bytes(type, inf_kv_elem(&v, p, h)),
+                                       (size_t)(end - p) * row_bytes);
+                    p = end;
+                }
+        }
 }
 
 inf_kv_view qwen3_kv_view(const inf_model *m, const qwen3_kv *kv, void *base, int layer, const int32_t *blocks) {

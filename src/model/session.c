@@ -1,60 +1,17 @@
 /*
  * session.c — inf_session: one sequence with a contiguous KV cache, for
  * callers that drive the forward pass themselves (logits, the golden tests,
- * the prefill/decode benchmark). Its cache is a KV store of one block, so
- * it runs the same forward pass as the engine; the block holds the first
- * positions of the context and is moved to one twice as long when the
- * sequence outgrows it.
+ * the prefill/decode benchmark). Its cache is a KV store of one block as
+ * long as the context, so it runs the same forward pass as the engine.
  */
 #include "model/model.h"
 
 #include "core/common.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-/* Positions of a session's first KV block (or its context, if shorter). */
-enum { SESSION_KV_FIRST = 512 };
-
-/* Allocates the session's KV block for `positions` positions, readied for
- * writing, and moves the cached rows into it. Nothing changes on failure.
- *
- * One block, so each head's rows of a layer are one stream (blocks of 64
- * positions of every layer, the engine's layout, decoded 11-28% slower
- * after 1000 and 2044 tokens); on huge pages (buffer_alloc), which
- * decoded after 17 1.4-2.6% faster than ordinary pages and fault 2 MiB at
- * a time, ~120 µs where 512 ordinary pages took ~10 µs each (Zen 5 VM).
- * A block as long as the context would make the whole cache resident at
- * the first token; one that doubles keeps it within 512 positions or
- * twice what the sequence holds. */
-static inf_status kv_grow(inf_session *s, int positions, inf_error *err) {
-    const inf_model *m = s->model;
-    const inf_ops *b = m->backend;
-    const size_t bytes = qwen3_kv_bytes(m, positions, 1);
-    qwen3_kv grown = {.block_size = positions, .n_blocks = 1};
-    grown.k = b->buffer_alloc(b, bytes);
-    grown.v = b->buffer_alloc(b, bytes);
-    if (!grown.k || !grown.v) {
-        b->buffer_free(b, grown.k);
-        b->buffer_free(b, grown.v);
-        return inf_errorf(err, INF_ERR_NOMEM, "out of memory for a KV cache of %d positions (%zu bytes)", positions,
-                          2 * bytes);
-    }
-    qwen3_kv_prefault(m, &grown, 0, 1);
-    const size_t rows = inf_kv_type_bytes(m->opt.kv_type, (size_t)s->n_past * (size_t)m->cfg.head_dim);
-    for (int l = 0; l < m->cfg.n_layer && rows; l++)
-        for (int half = 0; half < 2; half++) {
-            const inf_kv_view from = qwen3_kv_view(m, &s->kv, half ? s->kv.v : s->kv.k, l, inf_kv_single_block);
-            const inf_kv_view to = qwen3_kv_view(m, &grown, half ? grown.v : grown.k, l, inf_kv_single_block);
-            for (int h = 0; h < m->cfg.n_head_kv; h++)
-                memcpy((char *)to.data + inf_kv_type_bytes(to.type, inf_kv_elem(&to, 0, h)),
-                       (const char *)from.data + inf_kv_type_bytes(from.type, inf_kv_elem(&from, 0, h)), rows);
-        }
-    b->buffer_free(b, s->kv.k);
-    b->buffer_free(b, s->kv.v);
-    s->kv = grown;
-    return INF_OK;
-}
+/* Positions readied for writing at a time, ahead of the sequence. */
+enum { SESSION_READY_STEP = 64 };
 
 inf_status inf_session_new(inf_model *m, int n_ctx, inf_session **out, inf_error *err) {
     *out = NULL;
@@ -66,7 +23,24 @@ inf_status inf_session_new(inf_model *m, int n_ctx, inf_session **out, inf_error
     if (!s) return inf_errorf(err, INF_ERR_NOMEM, "out of memory for a session");
     s->model = m;
     s->n_ctx = n_ctx;
-    inf_status st = kv_grow(s, INF_MIN(n_ctx, SESSION_KV_FIRST), err);
+    s->kv.block_size = n_ctx;
+    s->kv.n_blocks = 1;
+    const size_t kv_bytes = qwen3_kv_bytes(m, n_ctx, 1);
+    /* Ordinary pages, readied as positions reach them (inf_session_eval).
+     * Huge pages decoded after 17 1.4-2.6% faster, but the first token
+     * writes a row of every head of every layer, which touches every 2 MiB
+     * page of the cache at once: a block of 512 positions moved into one twice as long
+     * when outgrown stalled the token that outgrew it 20-209 ms at 512,
+     * 66-383 at 1024 and ~680 at 2048 (0.6B, memory the VM had not given
+     * before). In blocks of every layer (the engine's layout) huge pages
+     * grow with the sequence, but the block boundaries cut the heads'
+     * streams: decode after 1000 and 2044 11-28% slower than one block
+     * (0.6B Q4_K_M, Zen 5 VM, two sessions in one process token by token). */
+    s->kv.k = m->backend->buffer_alloc(m->backend, kv_bytes, INF_BUFFER_SCATTERED);
+    s->kv.v = m->backend->buffer_alloc(m->backend, kv_bytes, INF_BUFFER_SCATTERED);
+    inf_status st = INF_OK;
+    if (!s->kv.k || !s->kv.v)
+        st = inf_errorf(err, INF_ERR_NOMEM, "out of memory for a KV cache of %zu bytes", 2 * kv_bytes);
     if (!st) st = qwen3_work_reserve(m, &s->work, 1, err);
     if (st) {
         inf_session_free(s);
@@ -123,9 +97,11 @@ inf_status inf_session_eval(inf_session *s, const int32_t *tokens, int n, inf_lo
     const int n_pass_max = INF_MIN(n, QWEN3_UBATCH);
     inf_status st = qwen3_work_reserve(s->model, &s->work, n_pass_max, err);
     if (st) return st;
-    if (s->n_past + n > s->kv.block_size) {
-        st = kv_grow(s, INF_MIN(s->n_ctx, INF_MAX(s->n_past + n, 2 * s->kv.block_size)), err);
-        if (st) return st;
+    if (s->n_past + n > s->n_ready) { /* the rows these tokens write, and some ahead */
+        const int ready = INF_MIN(s->n_ctx, (s->n_past + n + SESSION_READY_STEP - 1) / SESSION_READY_STEP *
+                                                SESSION_READY_STEP);
+        qwen3_kv_prefault_positions(s->model, &s->kv, inf_kv_single_block, s->n_ready, ready);
+        s->n_ready = ready;
     }
     const size_t n_vocab = (size_t)s->model->cfg.n_vocab;
     for (int i = 0; i < n; i += n_pass_max) {
