@@ -37,10 +37,9 @@ inf_status kv_cache_init(kv_cache *c, const inf_model *m, int block_size, int n_
     c->ref = calloc((size_t)n_blocks, sizeof *c->ref);
     c->node_of = calloc((size_t)n_blocks, sizeof *c->node_of);
     c->free_list = malloc((size_t)n_blocks * sizeof *c->free_list);
-    c->ready = calloc((size_t)n_blocks, sizeof *c->ready);
     c->heap = malloc((size_t)n_blocks * sizeof *c->heap);
     c->root = calloc(1, sizeof *c->root);
-    if (!c->kv.k || !c->kv.v || !c->ref || !c->node_of || !c->free_list || !c->ready || !c->heap || !c->root) {
+    if (!c->kv.k || !c->kv.v || !c->ref || !c->node_of || !c->free_list || !c->heap || !c->root) {
         kv_cache_free(c);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for a KV pool of %d blocks (%zu bytes)", n_blocks,
                           2 * bytes);
@@ -71,7 +70,6 @@ void kv_cache_free(kv_cache *c) {
     free(c->ref);
     free(c->node_of);
     free(c->free_list);
-    free(c->ready);
     free(c->heap);
     memset(c, 0, sizeof *c);
 }
@@ -168,9 +166,12 @@ int32_t kv_cache_alloc(kv_cache *c) {
     if (c->n_free == 0 && !evict_one(c)) return -1;
     const int32_t b = c->free_list[--c->n_free];
     c->ref[b] = 1;
-    if (!c->ready[b]) { /* its first use */
+    /* Never-used blocks lie at the bottom of the free stack in order (block
+     * 0 on top at first; freed blocks go on top), so the first use of each
+     * comes in block order. */
+    if (b >= c->n_ready) {
         qwen3_kv_prefault(c->model, &c->kv, b, 1);
-        c->ready[b] = true;
+        c->n_ready = b + 1;
     }
     return b;
 }

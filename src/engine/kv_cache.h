@@ -33,7 +33,7 @@ typedef struct kv_cache {
     int32_t *ref;           /* [n_blocks] holders of each block */
     prefix_node **node_of;  /* [n_blocks] the tree node holding it, or NULL */
     int32_t *free_list;     /* [n_blocks] stack of free blocks */
-    bool *ready;            /* [n_blocks] readied for writing (qwen3_kv_prefault) */
+    int n_ready;            /* blocks 0 .. n_ready-1 were readied for writing (qwen3_kv_prefault) */
     int n_free;
     int n_evictable;        /* blocks held by the tree alone */
     prefix_node *root;      /* holds no block; its children start sequences */

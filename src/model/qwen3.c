@@ -44,6 +44,14 @@ void qwen3_work_free(const inf_model *m, qwen3_work *w) {
     memset(w, 0, sizeof *w);
 }
 
+/* An activation buffer of `bytes`; one that a pass writes whole is readied
+ * for writing now (ops.h buffer_prefault), not faulted in page by page. */
+static void *work_buffer(const inf_ops *b, size_t bytes, bool written_whole) {
+    void *p = b->buffer_alloc(b, bytes, INF_BUFFER_RUNS);
+    if (p && written_whole && b->buffer_prefault) b->buffer_prefault(b, p, bytes);
+    return p;
+}
+
 inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_error *err) {
     if (n <= w->n_cap) return INF_OK;
     const qwen3_config *c = &m->cfg;
@@ -51,15 +59,15 @@ inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_erro
     qwen3_work_free(m, w);
     const size_t rows = (size_t)n;
     const int widest = INF_MAX(INF_MAX(c->n_embd, c->q_dim), c->n_ff);
-    w->x = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float), INF_BUFFER_RUNS);
-    w->xn = b->buffer_alloc(b, rows * (size_t)c->n_embd * sizeof(float), INF_BUFFER_RUNS);
-    w->q = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float), INF_BUFFER_RUNS);
-    w->k = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float), INF_BUFFER_RUNS);
-    w->v = b->buffer_alloc(b, rows * (size_t)c->kv_dim * sizeof(float), INF_BUFFER_RUNS);
-    w->attn = b->buffer_alloc(b, rows * (size_t)c->q_dim * sizeof(float), INF_BUFFER_RUNS);
-    w->gate = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float), INF_BUFFER_RUNS);
-    w->up = b->buffer_alloc(b, rows * (size_t)c->n_ff * sizeof(float), INF_BUFFER_RUNS);
-    w->scratch = b->buffer_alloc(b, rows * (size_t)widest * sizeof(float), INF_BUFFER_RUNS);
+    w->x = work_buffer(b, rows * (size_t)c->n_embd * sizeof(float), true);
+    w->xn = work_buffer(b, rows * (size_t)c->n_embd * sizeof(float), true);
+    w->q = work_buffer(b, rows * (size_t)c->q_dim * sizeof(float), true);
+    w->k = work_buffer(b, rows * (size_t)c->kv_dim * sizeof(float), true);
+    w->v = work_buffer(b, rows * (size_t)c->kv_dim * sizeof(float), true);
+    w->attn = work_buffer(b, rows * (size_t)c->q_dim * sizeof(float), true);
+    w->gate = work_buffer(b, rows * (size_t)c->n_ff * sizeof(float), true);
+    w->up = work_buffer(b, rows * (size_t)c->n_ff * sizeof(float), true);
+    w->scratch = work_buffer(b, rows * (size_t)widest * sizeof(float), false); /* rounded activations: in part */
     w->pos = malloc(rows * sizeof *w->pos);
     w->keep = malloc(rows * sizeof *w->keep);
     w->dec_shapes = malloc(rows * sizeof *w->dec_shapes);
@@ -70,12 +78,6 @@ inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_erro
         !w->keep || !w->dec_shapes || !w->dec_k || !w->dec_v || (m->embd_fd >= 0 && !w->embd_row)) {
         qwen3_work_free(m, w);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for activations of %d tokens", n);
-    }
-    if (b->buffer_prefault) { /* the buffers a pass of n rows writes whole */
-        const int row_floats[] = {c->n_embd, c->n_embd, c->q_dim, c->kv_dim, c->kv_dim, c->q_dim, c->n_ff, c->n_ff};
-        void *const whole[] = {w->x, w->xn, w->q, w->k, w->v, w->attn, w->gate, w->up};
-        for (size_t i = 0; i < sizeof whole / sizeof *whole; i++)
-            b->buffer_prefault(b, whole[i], rows * (size_t)row_floats[i] * sizeof(float));
     }
     w->n_cap = n;
     return INF_OK;
