@@ -5,8 +5,9 @@
 # prints per case the median over the rounds of each engine's tok/s, their
 # ratio, the median (min-max) of the per-round ratios (each inferno run
 # against the llama.cpp run next to it), inferno's GB/s and % of the
-# measured read bandwidth, and issue 4's target for that figure (judged on
-# the paired ratio).
+# read bandwidth measured just before and after each decode case (inferno
+# bench: the higher of the two), and issue 4's target for that figure
+# (judged on the paired ratio).
 #
 #   sh scripts/bench-vs-llama.sh [-m MODEL]... [-t 2,1] [-r 3] [--reps 3]
 #        [-p 511,2044] [-n 64] [-d 17,511,2044] [--types q8_0,bf16]

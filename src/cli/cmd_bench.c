@@ -14,8 +14,9 @@
  * per token (all weights, plus the K and V rows the attention reads at the
  * average context over the N steps) as GB/s, and that as a share of the
  * machine's sequential read bandwidth measured with the same thread count
- * (inf_measure_read_bandwidth, run in a child process so that its buffer
- * does not count in this process's peak RSS).
+ * just before and just after the case's runs, the higher of the two
+ * (inf_measure_read_bandwidth, in a child process so that its buffer does
+ * not count in this process's peak RSS; bw_helper).
  *
  * Token ids are pseudo-random ordinary tokens (never special ones), the
  * same sequence in every repetition; bench/llama_bench.c draws the same
@@ -70,7 +71,8 @@ static const char *usage_text =
     "  --suffix S   the tokens after the prefix (default 20)\n"
     "Decode cases report GB/s read per token (weights + KV rows) and its share\n"
     "of the sequential read bandwidth the bench measures with the same threads\n"
-    "(on huge pages, as the packed weights lie).\n"
+    "(on huge pages, as the packed weights lie): the higher of two measurements,\n"
+    "just before and just after the case's runs.\n"
     "Token ids are pseudo-random ordinary tokens, the same in every repetition.\n";
 
 /* ------------------------------------------------------------------ options */
@@ -236,41 +238,83 @@ static spread spread_of(double *v, int n) {
     return (spread){median, v[0], v[n - 1]};
 }
 
-/* Measures the read bandwidth in a child process: its buffer must not
- * count in this process's peak RSS. Returns 0 GB/s on failure (and says
- * why on stderr). */
-static double measure_bandwidth(int n_threads, long mib) {
-    int fd[2];
-    if (pipe(fd) != 0) {
+/* The read bandwidth is measured in a child process (its buffer must not
+ * count in this process's peak RSS), forked before the model loads: a
+ * process that has no other threads yet (a fork while the thread pool
+ * runs can leave a lock held in the child). The child measures whenever
+ * the bench asks, before the first case and around each decode case, and
+ * exits when the bench closes its end. */
+typedef struct bw_helper {
+    pid_t pid;   /* 0: none */
+    int ask, answer; /* the bench's ends of the two pipes */
+} bw_helper;
+
+static void bw_child(int ask, int answer, int n_threads, long mib) {
+    char cmd;
+    while (read(ask, &cmd, 1) == 1) {
+        double gb_s = 0;
+        inf_error err = {0};
+        if (inf_measure_read_bandwidth(n_threads, (size_t)mib << 20, &gb_s, &err))
+            fprintf(stderr, "inferno bench: no bandwidth figure: %s\n", err.msg);
+        if (write(answer, &gb_s, sizeof gb_s) != (ssize_t)sizeof gb_s) break;
+    }
+    _exit(0);
+}
+
+/* Starts the helper; false (having said why) when it cannot. */
+static bool bw_helper_start(bw_helper *h, int n_threads, long mib) {
+    int ask[2], answer[2];
+    *h = (bw_helper){0};
+    if (pipe(ask) != 0) {
         fprintf(stderr, "inferno bench: no bandwidth figure: pipe: %s\n", strerror(errno));
-        return 0;
+        return false;
+    }
+    if (pipe(answer) != 0) {
+        fprintf(stderr, "inferno bench: no bandwidth figure: pipe: %s\n", strerror(errno));
+        close(ask[0]);
+        close(ask[1]);
+        return false;
     }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "inferno bench: no bandwidth figure: fork: %s\n", strerror(errno));
-        close(fd[0]);
-        close(fd[1]);
-        return 0;
+        close(ask[0]), close(ask[1]), close(answer[0]), close(answer[1]);
+        return false;
     }
     if (pid == 0) {
-        close(fd[0]);
-        double gb_s = 0;
-        inf_error err = {0};
-        if (inf_measure_read_bandwidth(n_threads, (size_t)mib << 20, &gb_s, &err))
-            fprintf(stderr, "inferno bench: no bandwidth figure: %s\n", err.msg);
-        ssize_t w = write(fd[1], &gb_s, sizeof gb_s);
-        _exit(w == (ssize_t)sizeof gb_s ? 0 : 1);
+        close(ask[1]);
+        close(answer[0]);
+        bw_child(ask[0], answer[1], n_threads, mib);
     }
-    close(fd[1]);
+    close(ask[0]);
+    close(answer[1]);
+    *h = (bw_helper){.pid = pid, .ask = ask[1], .answer = answer[0]};
+    return true;
+}
+
+/* A measurement now: GB/s, or 0 on failure (the child said why). */
+static double bw_measure(const bw_helper *h) {
+    if (!h->pid) return 0;
+    const char cmd = 'm';
+    ssize_t w;
+    do w = write(h->ask, &cmd, 1);
+    while (w < 0 && errno == EINTR);
+    if (w != 1) return 0;
     double gb_s = 0;
     ssize_t got;
-    do got = read(fd[0], &gb_s, sizeof gb_s);
+    do got = read(h->answer, &gb_s, sizeof gb_s);
     while (got < 0 && errno == EINTR);
-    close(fd[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     return got == (ssize_t)sizeof gb_s ? gb_s : 0;
+}
+
+static void bw_helper_stop(bw_helper *h) {
+    if (!h->pid) return;
+    close(h->ask);
+    close(h->answer);
+    int status;
+    while (waitpid(h->pid, &status, 0) < 0 && errno == EINTR) {}
+    *h = (bw_helper){0};
 }
 
 typedef struct bench_ctx {
@@ -281,7 +325,9 @@ typedef struct bench_ctx {
     int32_t *tokens; /* [max case tokens] scratch ids */
     float *logits;   /* [n_vocab] */
     int32_t n_ordinary;
-    double bw_gb_s;  /* 0 = not measured */
+    double bw_gb_s;  /* before the first case; 0 = not measured */
+    bw_helper bw;    /* measures again around each decode case */
+    char bw_notes[1024]; /* those figures, printed under the table */
     bool progress;   /* stderr is a terminal */
     int32_t first_token; /* argmax after a prefill: part of the time to first token */
     size_t kv_pool_max_bytes; /* engine cases: the largest KV pool an engine allocated */
@@ -404,6 +450,11 @@ static int bench_decode(bench_ctx *b, int n, int depth) {
     char name[48];
     snprintf(name, sizeof name, "tg%d @ d%d", n, depth);
     token_stream ts = {TOKEN_SEED, b->n_ordinary};
+    /* the figure for this case: measured just before and just after its
+     * runs, the higher of the two (the machine's bandwidth drifts over
+     * minutes on shared hosts, and a figure from the bench's start, before
+     * the prefill cases, matched the decode's moment less well) */
+    const double bw_before = bw_measure(&b->bw);
     if (b->o->warmup) {
         progress(b, name, 0);
         if (timed_prefill(b, 1, INF_LOGITS_LAST, &ts) < 0) return EXIT_RUNTIME;
@@ -421,6 +472,8 @@ static int bench_decode(bench_ctx *b, int n, int depth) {
         tok_s[r] = seconds[r] > 0 ? n / seconds[r] : 0;
     }
     progress(b, name, -1);
+    const double bw_after = bw_measure(&b->bw);
+    const double bw_case = bw_before > bw_after ? bw_before : bw_after;
     spread speed = spread_of(tok_s, reps);
     /* Step i (0-based) attends over depth + i + 1 cached positions. */
     double avg_ctx = depth + 0.5 * (n + 1);
@@ -428,7 +481,7 @@ static int bench_decode(bench_ctx *b, int n, int depth) {
     double kv_bytes = (double)b->info.n_layer * avg_ctx * b->info.n_head_kv * b->info.head_dim * 2.0 * kv_elem_bytes;
     double bytes_per_tok = (double)b->info.weight_bytes + kv_bytes;
     double gb_s = bytes_per_tok * speed.median * 1e-9;
-    double bw_pct = b->bw_gb_s > 0 ? 100.0 * gb_s / b->bw_gb_s : -1;
+    double bw_pct = bw_case > 0 && bw_before > 0 && bw_after > 0 ? 100.0 * gb_s / bw_case : -1;
     if (b->o->json) {
         print_json_head(b, "decode", n, depth);
         printf(", \"tok_s_median\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f, "
@@ -436,7 +489,7 @@ static int bench_decode(bench_ctx *b, int n, int depth) {
                "\"gb_s\": %.3f, \"bw_pct\": ",
                speed.median, speed.min, speed.max, speed.median > 0 ? 1e3 / speed.median : 0.0,
                (unsigned long long)b->info.weight_bytes, kv_bytes, gb_s);
-        if (bw_pct >= 0) printf("%.2f", bw_pct);
+        if (bw_pct >= 0) printf("%.2f, \"bw_gb_s\": %.2f, \"bw_gb_s_before\": %.2f, \"bw_gb_s_after\": %.2f", bw_pct, bw_case, bw_before, bw_after);
         else printf("null");
         print_json_samples(seconds, reps);
         printf("}\n");
@@ -445,6 +498,12 @@ static int bench_decode(bench_ctx *b, int n, int depth) {
         if (bw_pct >= 0) snprintf(pct, sizeof pct, "%.1f", bw_pct);
         printf("  %-14s %10.2f %10.2f %10.2f %11s %8.2f %6s\n", name, speed.median, speed.min,
                speed.max, "-", gb_s, pct);
+        if (bw_pct >= 0) {
+            const size_t used = strlen(b->bw_notes);
+            snprintf(b->bw_notes + used, sizeof b->bw_notes - used,
+                     "  %% bw of %s: of %.1f GB/s, the higher of %.1f before and %.1f after its runs\n", name,
+                     bw_case, bw_before, bw_after);
+        }
     }
     fflush(stdout);
     return 0;
@@ -687,15 +746,19 @@ static int bench_model(bench_opts *o, int need) {
     /* Before the model exists: the measuring child is forked from a process
      * that has no other threads yet (a fork while the thread pool runs can
      * leave an allocator lock held in the child). */
-    if (o->bw_mib > 0) {
+    if (o->bw_mib > 0 &&
+        bw_helper_start(&b.bw, o->model.n_threads > 0 ? o->model.n_threads : inf_physical_cores(), o->bw_mib)) {
         if (b.progress) fprintf(stderr, "inferno bench: measuring the read bandwidth...");
-        b.bw_gb_s = measure_bandwidth(o->model.n_threads > 0 ? o->model.n_threads : inf_physical_cores(), o->bw_mib);
+        b.bw_gb_s = bw_measure(&b.bw);
         progress(&b, "", -1);
     }
     double t0 = now_s();
     b.model = cli_load_model("bench", &o->model);
     double load_s = now_s() - t0;
-    if (!b.model) return EXIT_RUNTIME;
+    if (!b.model) {
+        bw_helper_stop(&b.bw);
+        return EXIT_RUNTIME;
+    }
     inf_model_get_info(b.model, &b.info);
     b.n_ordinary = ordinary_token_count(b.model, b.info.n_vocab);
     int rc = 0;
@@ -729,8 +792,8 @@ static int bench_model(bench_opts *o, int need) {
                b.info.n_threads, o->model.no_mmap ? "in anonymous memory" : "mapped from the file",
                load_s);
         if (b.bw_gb_s > 0)
-            printf("  read bandwidth %.1f GB/s (measured: %d threads, %ld MiB)\n", b.bw_gb_s,
-                   b.info.n_threads, o->bw_mib);
+            printf("  read bandwidth %.1f GB/s (measured: %d threads, %ld MiB; again around each decode case)\n",
+                   b.bw_gb_s, b.info.n_threads, o->bw_mib);
         printf("  %d repetitions per case%s: median, min, max\n\n", o->reps,
                o->warmup ? " after a warm-up" : "");
         printf("  %-14s %10s %10s %10s %11s %8s %6s\n", "case", "tok/s", "min", "max", "ttft ms",
@@ -755,6 +818,7 @@ static int bench_model(bench_opts *o, int need) {
                    b.n_ordinary, o->warmup ? "true" : "false");
         } else {
             char weights[32], kv[32];
+            if (*b.bw_notes) printf("\n%s", b.bw_notes);
             printf("\n  peak RSS %.1f MB (weights %s + %s %s)\n", peak_rss_mb,
                    human_bytes((double)b.info.weight_bytes, weights, sizeof weights),
                    engine_cases ? "the largest KV pool" : "KV cache", human_bytes((double)kv_cache_bytes, kv, sizeof kv));
@@ -762,6 +826,7 @@ static int bench_model(bench_opts *o, int need) {
         fflush(stdout);
     }
     if (o->model.trace) inf_model_print_trace(b.model, stderr);
+    bw_helper_stop(&b.bw);
     inf_session_free(b.session);
     inf_model_free(b.model);
     free(b.tokens);

@@ -47,6 +47,8 @@ for field in tokens depth threads tok_s_median tok_s_min tok_s_max; do
 done
 check "--json: prefill cases have ttft_ms_median" '[ "$(grep -c "\"ttft_ms_median\": [0-9]" "$tmp/json")" -eq 2 ]'
 check "--json: decode cases have gb_s and bw_pct" '[ "$(grep "\"kind\": \"decode\"" "$tmp/json" | grep "\"gb_s\": [0-9]" | grep -c "\"bw_pct\": [0-9]")" -eq 2 ]'
+check "--json: decode cases have the bandwidth measured around them" '[ "$(grep "\"kind\": \"decode\"" "$tmp/json" | grep "\"bw_gb_s_before\": [0-9]" | grep "\"bw_gb_s_after\": [0-9]" | grep -c "\"bw_gb_s\": [0-9]")" -eq 2 ]'
+check "--json: a decode case's figure is the higher of before and after" 'grep "\"kind\": \"decode\"" "$tmp/json" | sed "s/.*\"bw_gb_s\": \([0-9.]*\), \"bw_gb_s_before\": \([0-9.]*\), \"bw_gb_s_after\": \([0-9.]*\).*/\1 \2 \3/" | awk "NF != 3 || (\$1 != \$2 && \$1 != \$3) || \$1 < \$2 || \$1 < \$3 { bad = 1 } END { exit bad }"'
 check "--json: case 9 tokens at depth 0" 'grep -q "\"kind\": \"prefill\", \"tokens\": 9, \"depth\": 0, \"threads\": 2" "$tmp/json"'
 check "--json: decode 3 after 5" 'grep -q "\"kind\": \"decode\", \"tokens\": 3, \"depth\": 5, \"threads\": 2" "$tmp/json"'
 for field in load_s peak_rss_mb bandwidth_gb_s weight_bytes; do
