@@ -1020,16 +1020,17 @@ static bool kernels_read_kv(const cpu_backend *c, const inf_kv_view *k, const in
     return c->k && k->type == v->type;
 }
 
-/* The KV head of decode attention task `task`: the heads in an order in
- * which the n_threads tasks that run at once lie apart (8 heads on 2
- * threads: 0, 4, 1, 5, 2, 6, 3, 7). A paged cache's block holds every
- * head's rows side by side, and two cores streaming neighbouring heads
- * were slower than two apart: bench/attn_bench, depth 1000, blocks of 64,
- * 193-206 -> 164-176 µs a layer (Zen 5 VM, three alternating pairs); the
- * engine's layout in one process token by token, decode after 1000
- * +8.1% and after 2044 +10.1%; one contiguous block unchanged (+0.2%,
- * -0.5% after 1000 and 17). Any order gives the same floats. */
-static int spread_head(int task, int n_heads, int n_threads) {
+/* The KV head (or group of heads, decode_seqs_task) of decode attention
+ * task `task`: in an order in which the n_threads tasks that run at once
+ * lie apart (8 on 2 threads: 0, 4, 1, 5, 2, 6, 3, 7). A paged cache's block
+ * holds every head's rows side by side, and two cores streaming
+ * neighbouring heads were slower than two apart: bench/attn_bench, depth
+ * 1000, blocks of 64, 193-206 -> 164-176 µs a layer (Zen 5 VM, three
+ * alternating pairs); the engine's layout in one process token by token,
+ * decode after 1000 +8.1% and after 2044 +10.1%; one contiguous block
+ * unchanged (+0.2%, -0.5% after 1000 and 17). Any order gives the same
+ * floats. */
+static int spread_head(int task, int n_heads, int n_threads) { /* n_heads: or groups */
     const int per_thread = (n_heads + n_threads - 1) / n_threads;
     for (int col = 0, t = 0; col < per_thread; col++)
         for (int i = 0; i < n_threads; i++) {
@@ -1039,14 +1040,11 @@ static int spread_head(int task, int n_heads, int n_threads) {
     return task; /* not reached: the order is a permutation */
 }
 
-static void decode_task(void *ctx, int task, int thread) {
+/* The reference on KV head `task` alone: its group's heads are contiguous in q and out. */
+static void ref_decode_task(void *ctx, int task, int thread) {
+    (void)thread;
     attn_job *j = ctx;
-    const int kvh = spread_head(task, j->tasks, j->c->n_threads);
-    if (!j->use_ref) {
-        j->c->k->attn_decode(j->sh, j->q, j->k, j->v, j->out, kvh, j->c->tmp[thread].p);
-        return;
-    }
-    /* the reference on KV head kvh alone: its group's heads are contiguous in q and out */
+    const int kvh = task;
     const int group = j->sh->n_head / j->sh->n_head_kv, hd = j->sh->head_dim;
     inf_attn_shape one = *j->sh;
     one.n_head = group;
@@ -1056,31 +1054,10 @@ static void decode_task(void *ctx, int task, int thread) {
     j->c->ref->attn_decode(j->c->ref, &one, j->q + off, &kh, &vh, j->out + off);
 }
 
-/* Decode attention runs on every thread, a KV head per task, at any
- * depth: its K and V rows come from DRAM (the weights of a whole layer
- * passed through the caches since they were last read), so it is bound by
- * memory latency, and two threads wait for half as many rows each. In the
- * model on Zen 5 a layer's attention on one thread took 28-32 µs at
- * depths 17-31, on two 20-24 µs at 32-81 (0.6B, f16 cache); from the
- * threshold of 32 positions this replaces, decode 20 tokens after 17 was
- * 0.5-0.7% faster (in one process, alternating token by token), and decode
- * from depth 1 level. */
-static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const float *q,
-                            const inf_kv_view *k, const inf_kv_view *v, float *out) {
-    cpu_backend *c = cpu_of(self);
-    const bool fast = kernels_read_kv(c, k, v) && c->k->attn_decode;
-    attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out, .tasks = sh->n_head_kv, .use_ref = !fast};
-    if (sh->n_tok != 1 || (fast && !ensure_tmp(c, c->k->attn_tmp_bytes(sh)))) {
-        c->ref->attn_decode(c->ref, sh, q, k, v, out);
-        return;
-    }
-    inf_pool_run(c->pool, j.tasks, decode_task, &j);
-}
-
 typedef struct decode_seqs_job {
     cpu_backend *c;
     const inf_attn_shape *shapes;
-    const float *q, *k, *v;
+    const float *q, *k, *v; /* k and v: the new rows to store first, or NULL (stored already) */
     const inf_kv_view *k_caches, *v_caches;
     float *out;
     int heads_per_task;
@@ -1106,17 +1083,17 @@ static void prefetch_head_rows(const inf_kv_view *c, int h, int p0, int n, size_
     }
 }
 
-/* Task = (sequence, a group of KV heads): each head's new K and V rows,
- * then its attention, which reads only that head of the caches. The rows
- * of all the group's heads are requested first, so their memory latencies
- * overlap instead of following one another: in decode the caches come
- * from DRAM (a layer's weights passed through since), and a head's few
- * rows gave a core too little to keep in flight. Zen 5 VM, 0.6B, decode
- * after 17, one process alternating token by token: attention 15-19%
- * less time (groups of 4, 2 and 1 heads alike; prefetching into L2 only,
- * as the kernels' tile-ahead does, 4%); groups of 2, the token +1.0%
- * (Q4_0) and +1.3% (Q4_K_M); after 200 and 1000 level. Groups of
- * consecutive heads in spread_head's order of groups; any grouping gives
+/* Task = (sequence, a group of KV heads): each head's new K and V rows
+ * (unless stored already), then its attention, which reads only that head
+ * of the caches. The rows of all the group's heads are requested first, so
+ * their memory latencies overlap instead of following one another: in
+ * decode the caches come from DRAM (a layer's weights passed through
+ * since), and a head's few rows gave a core too little to keep in flight.
+ * Zen 5 VM, 0.6B, decode after 17, one process alternating token by token:
+ * attention 15-19% less time (groups of 4, 2 and 1 heads alike; prefetching
+ * into L2 only, as the kernels' tile-ahead does, 4%); groups of 2, the
+ * token +1.0% (Q4_0) and +1.3% (Q4_K_M); after 200 and 1000 level. Groups
+ * of consecutive heads in spread_head's order of groups; any grouping gives
  * the same floats. */
 static void decode_seqs_task(void *ctx, int task, int thread) {
     const decode_seqs_job *j = ctx;
@@ -1128,18 +1105,63 @@ static void decode_seqs_task(void *ctx, int task, int thread) {
     const size_t q_row = (size_t)sh->n_head * (size_t)sh->head_dim;
     const size_t kv_row = (size_t)sh->n_head_kv * (size_t)sh->head_dim;
     const size_t row_bytes = inf_kv_type_bytes(kc->type, (size_t)sh->head_dim);
-    const int n_read = INF_MIN(sh->pos0, DECODE_AHEAD_POSITIONS);
+    const bool store = j->k != NULL;
+    const int n_read = INF_MIN(store ? sh->pos0 : sh->pos0 + 1, DECODE_AHEAD_POSITIONS);
     for (int h = h0; h < h0 + per; h++) {
-        prefetch_head_rows(kc, h, sh->pos0, 1, row_bytes, true);
-        prefetch_head_rows(vc, h, sh->pos0, 1, row_bytes, true);
+        if (store) {
+            prefetch_head_rows(kc, h, sh->pos0, 1, row_bytes, true);
+            prefetch_head_rows(vc, h, sh->pos0, 1, row_bytes, true);
+        }
         prefetch_head_rows(kc, h, 0, n_read, row_bytes, false);
         prefetch_head_rows(vc, h, 0, n_read, row_bytes, false);
     }
     for (int h = h0; h < h0 + per; h++) {
-        store_head(j->c, kc, j->k + s * kv_row, 1, sh->pos0, sh->n_head_kv, sh->head_dim, h);
-        store_head(j->c, vc, j->v + s * kv_row, 1, sh->pos0, sh->n_head_kv, sh->head_dim, h);
+        if (store) {
+            store_head(j->c, kc, j->k + s * kv_row, 1, sh->pos0, sh->n_head_kv, sh->head_dim, h);
+            store_head(j->c, vc, j->v + s * kv_row, 1, sh->pos0, sh->n_head_kv, sh->head_dim, h);
+        }
         j->c->k->attn_decode(sh, j->q + s * q_row, kc, vc, j->out + s * q_row, h, j->c->tmp[thread].p);
     }
+}
+
+/* Decode attention of n_seqs sequences on the pool, two groups of KV heads
+ * per thread (the later ones go to whichever is free); k and v as in
+ * decode_seqs_job. */
+static void run_decode_seqs(cpu_backend *c, int n_seqs, const inf_attn_shape *shapes, const float *q,
+                            const float *k, const float *v, const inf_kv_view *k_caches,
+                            const inf_kv_view *v_caches, float *out) {
+    const int n_head_kv = shapes[0].n_head_kv;
+    int per = INF_MAX(1, n_head_kv / (2 * c->n_threads));
+    while (n_head_kv % per) per--;
+    decode_seqs_job j = {.c = c, .shapes = shapes, .q = q, .k = k, .v = v, .k_caches = k_caches,
+                         .v_caches = v_caches, .out = out, .heads_per_task = per};
+    inf_pool_run(c->pool, n_seqs * (n_head_kv / per), decode_seqs_task, &j);
+}
+
+/* Decode attention runs on every thread, a group of KV heads per task
+ * (run_decode_seqs), at any depth: its K and V rows come from DRAM (the
+ * weights of a whole layer passed through the caches since they were last
+ * read), so it is bound by memory latency, and two threads wait for half
+ * as many rows each. In the
+ * model on Zen 5 a layer's attention on one thread took 28-32 µs at
+ * depths 17-31, on two 20-24 µs at 32-81 (0.6B, f16 cache); from the
+ * threshold of 32 positions this replaces, decode 20 tokens after 17 was
+ * 0.5-0.7% faster (in one process, alternating token by token), and decode
+ * from depth 1 level. */
+static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const float *q,
+                            const inf_kv_view *k, const inf_kv_view *v, float *out) {
+    cpu_backend *c = cpu_of(self);
+    const bool fast = kernels_read_kv(c, k, v) && c->k->attn_decode;
+    if (sh->n_tok != 1 || (fast && !ensure_tmp(c, c->k->attn_tmp_bytes(sh)))) {
+        c->ref->attn_decode(c->ref, sh, q, k, v, out);
+        return;
+    }
+    if (!fast) {
+        attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out, .tasks = sh->n_head_kv, .use_ref = true};
+        inf_pool_run(c->pool, j.tasks, ref_decode_task, &j);
+        return;
+    }
+    run_decode_seqs(c, 1, sh, q, NULL, NULL, k, v, out);
 }
 
 static void cpu_attn_decode_seqs(const inf_ops *self, int n_seqs, const inf_attn_shape *shapes, const float *q,
@@ -1163,13 +1185,7 @@ static void cpu_attn_decode_seqs(const inf_ops *self, int n_seqs, const inf_attn
         }
         return;
     }
-    /* two groups of heads per thread (the later ones go to whichever is free) */
-    const int n_head_kv = shapes[0].n_head_kv;
-    int per = INF_MAX(1, n_head_kv / (2 * c->n_threads));
-    while (n_head_kv % per) per--;
-    decode_seqs_job j = {.c = c, .shapes = shapes, .q = q, .k = k, .v = v, .k_caches = k_caches,
-                         .v_caches = v_caches, .out = out, .heads_per_task = per};
-    inf_pool_run(c->pool, n_seqs * (n_head_kv / per), decode_seqs_task, &j);
+    run_decode_seqs(c, n_seqs, shapes, q, k, v, k_caches, v_caches, out);
 }
 
 /* Task i runs query block (n_blocks - 1 - i % n_blocks) of KV head i / n_blocks:
