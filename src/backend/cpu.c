@@ -1141,13 +1141,12 @@ static void run_decode_seqs(cpu_backend *c, int n_seqs, const inf_attn_shape *sh
 /* Decode attention runs on every thread, a group of KV heads per task
  * (run_decode_seqs), at any depth: its K and V rows come from DRAM (the
  * weights of a whole layer passed through the caches since they were last
- * read), so it is bound by memory latency, and two threads wait for half
- * as many rows each. In the
- * model on Zen 5 a layer's attention on one thread took 28-32 µs at
- * depths 17-31, on two 20-24 µs at 32-81 (0.6B, f16 cache); from the
- * threshold of 32 positions this replaces, decode 20 tokens after 17 was
- * 0.5-0.7% faster (in one process, alternating token by token), and decode
- * from depth 1 level. */
+ * read), so it is bound by memory latency, and two threads wait for half as
+ * many rows each. In the model on Zen 5 a layer's attention on one thread
+ * took 28-32 µs at depths 17-31, on two 20-24 µs at 32-81 (0.6B, f16
+ * cache); from the threshold of 32 positions this replaces, decode 20
+ * tokens after 17 was 0.5-0.7% faster (in one process, alternating token by
+ * token), and decode from depth 1 level. */
 static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const float *q,
                             const inf_kv_view *k, const inf_kv_view *v, float *out) {
     cpu_backend *c = cpu_of(self);

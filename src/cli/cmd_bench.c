@@ -279,7 +279,10 @@ static bool bw_helper_start(bw_helper *h, int n_threads, long mib) {
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "inferno bench: no bandwidth figure: fork: %s\n", strerror(errno));
-        close(ask[0]), close(ask[1]), close(answer[0]), close(answer[1]);
+        close(ask[0]);
+        close(ask[1]);
+        close(answer[0]);
+        close(answer[1]);
         return false;
     }
     if (pid == 0) {
