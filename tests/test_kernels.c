@@ -1465,6 +1465,9 @@ static void test_decode_seqs(const isa_ops *s) {
         test_decode_seqs_case(s, types[ti], 4, 2, 64, 16, 1);
         test_decode_seqs_case(s, types[ti], 4, 2, 64, 16, 7);
         test_decode_seqs_case(s, types[ti], 16, 8, 128, 64, 5);
+        /* KV heads that split into groups unevenly (cpu.c, run_decode_seqs) */
+        test_decode_seqs_case(s, types[ti], 18, 9, 32, 16, 3);
+        test_decode_seqs_case(s, types[ti], 24, 12, 32, 64, 2);
     }
 }
 
