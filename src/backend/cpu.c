@@ -1040,11 +1040,10 @@ static int spread_head(int task, int n_heads, int n_threads) { /* n_heads: or gr
     return task; /* not reached: the order is a permutation */
 }
 
-/* The reference on KV head `task` alone: its group's heads are contiguous in q and out. */
-static void ref_decode_task(void *ctx, int task, int thread) {
+/* The reference on KV head kvh (the task) alone: its group's heads are contiguous in q and out. */
+static void ref_decode_task(void *ctx, int kvh, int thread) {
     (void)thread;
     attn_job *j = ctx;
-    const int kvh = task;
     const int group = j->sh->n_head / j->sh->n_head_kv, hd = j->sh->head_dim;
     inf_attn_shape one = *j->sh;
     one.n_head = group;
@@ -1156,8 +1155,8 @@ static void cpu_attn_decode(const inf_ops *self, const inf_attn_shape *sh, const
         return;
     }
     if (!fast) {
-        attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out, .tasks = sh->n_head_kv, .use_ref = true};
-        inf_pool_run(c->pool, j.tasks, ref_decode_task, &j);
+        attn_job j = {.c = c, .sh = sh, .q = q, .k = k, .v = v, .out = out};
+        inf_pool_run(c->pool, sh->n_head_kv, ref_decode_task, &j);
         return;
     }
     run_decode_seqs(c, 1, sh, q, NULL, NULL, k, v, out);

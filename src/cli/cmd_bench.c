@@ -484,7 +484,7 @@ static int bench_decode(bench_ctx *b, int n, int depth) {
     double kv_bytes = (double)b->info.n_layer * avg_ctx * b->info.n_head_kv * b->info.head_dim * 2.0 * kv_elem_bytes;
     double bytes_per_tok = (double)b->info.weight_bytes + kv_bytes;
     double gb_s = bytes_per_tok * speed.median * 1e-9;
-    double bw_pct = bw_case > 0 && bw_before > 0 && bw_after > 0 ? 100.0 * gb_s / bw_case : -1;
+    double bw_pct = bw_before > 0 && bw_after > 0 ? 100.0 * gb_s / bw_case : -1;
     if (b->o->json) {
         print_json_head(b, "decode", n, depth);
         printf(", \"tok_s_median\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f, "
@@ -746,9 +746,7 @@ static int run_cases(bench_ctx *b) {
 /* Loads the model, measures, prints; need = the session's context. */
 static int bench_model(bench_opts *o, int need) {
     bench_ctx b = {.o = o, .progress = isatty(STDERR_FILENO) == 1};
-    /* Before the model exists: the measuring child is forked from a process
-     * that has no other threads yet (a fork while the thread pool runs can
-     * leave an allocator lock held in the child). */
+    /* before the model (and its thread pool) exists: bw_helper */
     if (o->bw_mib > 0 &&
         bw_helper_start(&b.bw, o->model.n_threads > 0 ? o->model.n_threads : inf_physical_cores(), o->bw_mib)) {
         if (b.progress) fprintf(stderr, "inferno bench: measuring the read bandwidth...");
