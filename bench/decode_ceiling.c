@@ -34,6 +34,13 @@
  *             kernels read weights on AMD: the lines it brings do not
  *             displace the L3, so on a buffer not much larger than the
  *             caches what they held is found there again next pass;
+ *   engine products  the engine's own products of a token (its
+ *             kernels, split as it splits them, each layer's q+k+v, o,
+ *             gate+up and down, then the head), one after another on one
+ *             fixed activation row, with nothing between them: no norms,
+ *             RoPE, attention or activations of the token before. The
+ *             decode against this line is the share of a token that goes
+ *             to everything but the products;
  *   decode    the engine: the model loaded as `inferno bench --no-mmap`
  *             loads it, -n tokens decoded after 17, counted as the same
  *             product bytes per token (the KV rows and the embedding row
@@ -49,6 +56,15 @@
  * software between their arithmetic, and on one Zen 5 VM host in a busy
  * spell the decode read the same bytes 12-23% faster than it (2026-12-06,
  * paired; on another, quieter, 8% slower).
+ *
+ * Each kind starts after a 5 ms pause: the workers of the pool that ran
+ * the kind before (the model's, or this file's) spin about a millisecond
+ * after their last job (core/pool.c), and without the pause they shared
+ * the cores with the next kind's threads. Until 2026-12-07 there was none,
+ * and the read lines came out low: on the Zen 5 VM one pass over all the
+ * bytes read 83-97% of the bandwidth figure then, 87-105% with the pause
+ * (Q4_0 and Q4_K_M 0.6B, four runs; the engine's products alone 89-107%,
+ * its decode 85-101%, 85-97% of its products alone, paired).
  *
  * --sizes: then the engine's matvec on products of different sizes, cut
  * from the output head (its rows [r0, r0 + rows) as a weight of its own,
@@ -79,10 +95,11 @@ enum {
     NTA_AHEAD_WORDS = 4096 / 8, /* the NTA pass's prefetch distance */
     DECODE_DEPTH = 17,          /* tokens in the cache before each round's decode */
     MAX_DECODE_TOKENS = 1024,
+    SETTLE_NS = 5000000, /* before each timed kind: idle pool workers stop spinning (~1 ms) */
 };
 
 /* What a round times, in this order in round 0. */
-enum { KIND_PRODUCTS, KIND_STOLEN, KIND_WHOLE, KIND_WHOLE_NTA, KIND_DECODE, N_KINDS };
+enum { KIND_PRODUCTS, KIND_STOLEN, KIND_WHOLE, KIND_WHOLE_NTA, KIND_ENGINE_PRODUCTS, KIND_DECODE, N_KINDS };
 
 static double now_s(void) {
     struct timespec ts;
@@ -149,6 +166,25 @@ static void stolen_task(void *ctx, int task, int thread) {
             j->sums[task] += inf_sum_words(j->words + a, (b < j->n_words ? b : j->n_words) - a);
         }
     }
+}
+
+/* The engine's products of one token, back to back (KIND_ENGINE_PRODUCTS):
+ * x [the widest input], y [n_vocab] (room for any product's rows: Qwen3's
+ * q + k + v and gate + up are far fewer), scratch as the model's. */
+static void engine_products(const inf_model *m, const float *x, float *y, void *scratch) {
+    const inf_ops *ops = m->backend;
+    const qwen3_config *c = &m->cfg;
+    /* apart, as the forward pass's; the results are not read */
+    float *const y_qkv[3] = {y, y + c->q_dim, y + c->q_dim + c->kv_dim}, *const y_gate_up[2] = {y, y + c->n_ff};
+    for (int l = 0; l < c->n_layer; l++) {
+        const qwen3_layer *L = &m->layers[l];
+        const inf_weight *qkv[3] = {&L->wq, &L->wk, &L->wv}, *gate_up[2] = {&L->ffn_gate, &L->ffn_up};
+        ops->matmul_group(ops, qkv, 3, x, 1, 1, y_qkv, scratch);
+        ops->matmul(ops, &L->wo, x, 1, 1, y, scratch);
+        ops->matmul_group(ops, gate_up, 2, x, 1, 1, y_gate_up, scratch);
+        ops->matmul(ops, &L->ffn_down, x, 1, 1, y, scratch);
+    }
+    ops->matmul(ops, &m->output, x, 1, 1, y, scratch);
 }
 
 /* Bytes of tensor `name`, 0 when the file lacks it. */
@@ -219,7 +255,8 @@ static void usage(FILE *out) {
     fprintf(out, "usage: decode_ceiling -m MODEL.gguf [-t THREADS] [-r ROUNDS] [-n TOKENS] [--sizes]\n"
                  "Reads one decoded token's weight products with the engine's pool, no arithmetic:\n"
                  "what a decode split as the engine splits could read at; and in the same\n"
-                 "rounds decodes TOKENS tokens (default 16; 0 = none) with the engine.\n"
+                 "rounds decodes TOKENS tokens (default 16; 0 = none) with the engine, and\n"
+                 "runs the engine's products of as many tokens back to back, nothing between.\n"
                  "--sizes: then the engine's matvec on slices of the output head of 256 rows\n"
                  "to all of it, cold: what a product costs by its size (needs -n > 0).\n");
 }
@@ -290,7 +327,8 @@ int main(int argc, char **argv) {
     /* the engine, loaded as `inferno bench --no-mmap` loads it */
     inf_model *model = NULL;
     inf_session *session = NULL;
-    float *logits = NULL;
+    float *logits = NULL, *products_x = NULL; /* logits: also the products' rows (engine_products) */
+    void *products_scratch = NULL;
     if (decode_tokens > 0) {
         inf_load_options opt;
         inf_load_options_default(&opt);
@@ -307,7 +345,16 @@ int main(int argc, char **argv) {
         }
         inf_model_get_info(model, &info);
         logits = malloc((size_t)info.n_vocab * sizeof *logits);
-        if (!logits) return 1;
+        const qwen3_config *c = &model->cfg;
+        const size_t widest = (size_t)INF_MAX(INF_MAX(c->n_embd, c->q_dim), c->n_ff);
+        products_x = inf_alloc_aligned(widest * sizeof(float));
+        products_scratch = inf_alloc_aligned(widest * sizeof(float));
+        if (!logits || !products_x || !products_scratch || (size_t)c->n_vocab < (size_t)c->q_dim + 2u * (size_t)c->kv_dim ||
+            c->n_vocab < 2 * c->n_ff) {
+            fprintf(stderr, "decode_ceiling: out of memory, or a vocabulary too small to hold a product's rows\n");
+            return 1;
+        }
+        for (size_t i = 0; i < widest; i++) products_x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
     }
 
     uint64_t *buf = inf_alloc_huge(total);
@@ -325,10 +372,14 @@ int main(int argc, char **argv) {
     inf_measure_read_bandwidth(threads, (size_t)1 << 30, &bw_before, &err);
     static read_job j; /* static: aligned, and no stack of 64 shares */
     j.tasks = threads;
-    const int n_kinds = decode_tokens > 0 ? N_KINDS : KIND_DECODE;
+    const int n_kinds = decode_tokens > 0 ? N_KINDS : KIND_ENGINE_PRODUCTS; /* the last two need the model */
     for (int r = 0; r < rounds; r++) {
         for (int order = 0; order < n_kinds; order++) {
             const int kind = (order + r) % n_kinds;
+            /* the other pool's workers (the model's, or this file's) spin a
+             * while after their last job (core/pool.c): let them sleep
+             * first, or they share the cores with this kind's threads */
+            nanosleep(&(struct timespec){.tv_nsec = SETTLE_NS}, NULL);
             double t0 = now_s();
             if (kind == KIND_PRODUCTS || kind == KIND_STOLEN) {
                 size_t off = 0;
@@ -349,6 +400,8 @@ int main(int argc, char **argv) {
                     }
                     off += bytes[i];
                 }
+            } else if (kind == KIND_ENGINE_PRODUCTS) {
+                for (int i = 0; i < decode_tokens; i++) engine_products(model, products_x, logits, products_scratch);
             } else if (kind == KIND_WHOLE || kind == KIND_WHOLE_NTA) {
                 j.words = buf;
                 j.n_words = total / 8;
@@ -368,7 +421,7 @@ int main(int argc, char **argv) {
                     }
                 }
             }
-            t[kind][r] = (now_s() - t0) / (kind == KIND_DECODE ? decode_tokens : 1);
+            t[kind][r] = (now_s() - t0) / (kind == KIND_DECODE || kind == KIND_ENGINE_PRODUCTS ? decode_tokens : 1);
         }
     }
     inf_measure_read_bandwidth(threads, (size_t)1 << 30, &bw_after, &err);
@@ -396,14 +449,17 @@ int main(int argc, char **argv) {
         [KIND_WHOLE_NTA] = "  the same, NTA prefetch:     ",
         [KIND_PRODUCTS] = "one dispatch per product:     ",
         [KIND_STOLEN] = "  shares stolen as run_ranges:",
+        [KIND_ENGINE_PRODUCTS] = "the engine's products alone:  ",
         [KIND_DECODE] = "decode, the engine:           ",
     };
-    static const int print_order[N_KINDS] = {KIND_WHOLE, KIND_WHOLE_NTA, KIND_PRODUCTS, KIND_STOLEN, KIND_DECODE};
+    static const int print_order[N_KINDS] = {KIND_WHOLE,  KIND_WHOLE_NTA,       KIND_PRODUCTS,
+                                             KIND_STOLEN, KIND_ENGINE_PRODUCTS, KIND_DECODE};
     for (int i = 0; i < n_kinds; i++) {
         const int k = print_order[i];
         printf("%s %6.1f GB/s  %5.1f%% of it  (%.1f us per token", line[k], gb[k], 100 * gb[k] / bw,
                (double)total / gb[k] / 1e3);
         if (k == KIND_STOLEN) printf("; as the engine splits");
+        if (k == KIND_ENGINE_PRODUCTS) printf("; back to back, nothing between");
         if (decode_tokens > 0 && k != KIND_DECODE) printf("; decode %.1f%% of it, paired", 100 * paired[k]);
         if (k == KIND_DECODE) printf("; %d tokens after %d, product bytes only", decode_tokens, DECODE_DEPTH);
         printf(")\n");
@@ -413,6 +469,8 @@ int main(int argc, char **argv) {
     inf_session_free(session);
     inf_model_free(model);
     free(logits);
+    inf_free_aligned(products_x);
+    inf_free_aligned(products_scratch);
     inf_pool_free(pool);
     inf_free_aligned(buf);
     for (int k = 0; k < N_KINDS; k++) free(t[k]);
