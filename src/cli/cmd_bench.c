@@ -263,26 +263,21 @@ static void bw_child(int ask, int answer, int n_threads, long mib) {
 
 /* Starts the helper; false (having said why) when it cannot. */
 static bool bw_helper_start(bw_helper *h, int n_threads, long mib) {
-    int ask[2], answer[2];
+    /* ask: the bench writes [1], the child reads [0]; answer: the other way */
+    int ask[2] = {-1, -1}, answer[2] = {-1, -1};
     *h = (bw_helper){0};
-    if (pipe(ask) != 0) {
-        fprintf(stderr, "inferno bench: no bandwidth figure: pipe: %s\n", strerror(errno));
-        return false;
+    const char *failed = pipe(ask) != 0 || pipe(answer) != 0 ? "pipe" : NULL;
+    pid_t pid = -1;
+    if (!failed) {
+        fflush(NULL);
+        pid = fork();
+        if (pid < 0) failed = "fork";
     }
-    if (pipe(answer) != 0) {
-        fprintf(stderr, "inferno bench: no bandwidth figure: pipe: %s\n", strerror(errno));
-        close(ask[0]);
-        close(ask[1]);
-        return false;
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "inferno bench: no bandwidth figure: fork: %s\n", strerror(errno));
-        close(ask[0]);
-        close(ask[1]);
-        close(answer[0]);
-        close(answer[1]);
+    if (failed) {
+        fprintf(stderr, "inferno bench: no bandwidth figure: %s: %s\n", failed, strerror(errno));
+        const int fds[4] = {ask[0], ask[1], answer[0], answer[1]};
+        for (int i = 0; i < 4; i++)
+            if (fds[i] >= 0) close(fds[i]);
         return false;
     }
     if (pid == 0) {
