@@ -8,6 +8,7 @@
 #   make kernel-tests     the backend alone and its tests (no cJSON etc.)
 #   make build/attn_bench decode attention, contiguous vs paged KV (bench/attn_bench.c)
 #   make build/decode_ceiling  a model's decode against reads of its bytes (bench/decode_ceiling.c)
+#   make build/fresh_kv   decode over new cache positions against the same again (bench/fresh_kv.c)
 #   make build/gguf_to_hf a synthetic GGUF as a Hugging Face directory (scripts/synth-hf.sh)
 #   make build/gguf_split a GGUF split as llama.cpp's gguf-split does (bench/gguf_split.c)
 #   make CC=aarch64-linux-gnu-gcc BUILD=build-arm64 kernel-tests
@@ -209,6 +210,10 @@ $(BUILD)/attn_bench: bench/attn_bench.c $(BUILD)/libinferno-kernels.a
 
 # One token's weight products read with the pool, and decoded, paired (not a test).
 $(BUILD)/decode_ceiling: bench/decode_ceiling.c $(BUILD)/libinferno.a
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
+
+# Decode over cache positions written for the first time, against again (not a test).
+$(BUILD)/fresh_kv: bench/fresh_kv.c $(BUILD)/libinferno.a
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libinferno.a $(LDLIBS) $(INF_LDLIBS)
 
 # A synthetic GGUF as a Hugging Face checkpoint directory (not a test; scripts/synth-hf.sh).

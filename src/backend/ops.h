@@ -178,11 +178,11 @@ struct inf_ops {
     void *(*buffer_alloc)(const inf_ops *self, size_t bytes, inf_buffer_use use);
     void (*buffer_free)(const inf_ops *self, void *p);
     /* Readies bytes [p, p + n) of a buffer for writing now, contents
-     * unchanged: host memory maps its pages in one system call
-     * (inf_prefault_write) instead of a page fault at a time as the kernels
-     * first write them: memory about to be written (a KV block, a
-     * session's next positions, a pass's activations). NULL where there is
-     * nothing to do. */
+     * unchanged: host memory maps its pages in one system call and a store
+     * to each (inf_prefault_write) instead of a page fault at a time as
+     * the kernels first write them: memory about to be written (a KV
+     * block, a session's next positions, a pass's activations). NULL where
+     * there is nothing to do. */
     void (*buffer_prefault)(const inf_ops *self, void *p, size_t n);
 
     /* y[n][w->rows] = x[n][w->cols] · W^T. scratch holds the rounded

@@ -156,6 +156,13 @@ void inf_prefault_write(void *p, size_t n) {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t lo = (uintptr_t)p / page * page, hi = ((uintptr_t)p + n + page - 1) / page * page;
     madvise((void *)lo, hi - lo, POPULATE_WRITE);
+    /* a store to each page of the byte it holds, inside [p, p + n) */
+    volatile char *first = p;
+    *first = *first;
+    for (uintptr_t a = lo + page; a < (uintptr_t)p + n; a += page) {
+        volatile char *c = (volatile char *)a;
+        *c = *c;
+    }
 #else
     (void)p, (void)n;
 #endif
