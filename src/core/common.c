@@ -156,10 +156,8 @@ void inf_prefault_write(void *p, size_t n) {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t lo = (uintptr_t)p / page * page, hi = ((uintptr_t)p + n + page - 1) / page * page;
     madvise((void *)lo, hi - lo, POPULATE_WRITE);
-    /* a store to each page of the byte it holds, inside [p, p + n) */
-    volatile char *first = p;
-    *first = *first;
-    for (uintptr_t a = lo + page; a < (uintptr_t)p + n; a += page) {
+    /* a store to each page of the byte it holds: p, then each page's first */
+    for (uintptr_t a = (uintptr_t)p; a < (uintptr_t)p + n; a = a / page * page + page) {
         volatile char *c = (volatile char *)a;
         *c = *c;
     }
