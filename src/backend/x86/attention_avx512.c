@@ -201,6 +201,11 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_v
     const int W = G <= 2 ? 8 : 16 / G; /* vectors of head_dim per value slice */
     const size_t row_bytes = inf_kv_type_bytes(T, (size_t)hd);
     const __m512 zero = _mm512_setzero_ps();
+    const __m512 vscale = _mm512_set1_ps(scale);
+    __m512i head_lanes[8]; /* head g's keys 0..KB-1 in a score block's dots: lanes jj * G + g */
+    for (int g = 0; g < G; g++)
+        head_lanes[g] = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                            _mm512_set1_epi32(G)), _mm512_set1_epi32(g));
     inf_kv_rows(k, kvh, 0, INF_MIN(TILE, n_keys), tr->k[0]);
     inf_kv_rows(v, kvh, 0, INF_MIN(TILE, n_keys), tr->v[0]);
     /* the first tile at once; the later ones a tile ahead, as they are read */
@@ -246,11 +251,14 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_v
                 REPEAT16(K_FMA)
 #undef K_FMA
             }
-            const __m512 acc[16] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15};
-            float dots[16];
-            _mm512_storeu_ps(dots, _mm512_mul_ps(hsum16_avx512(acc), _mm512_set1_ps(scale)));
-            for (int jj = 0; jj < KB && jj <= last; jj++)
-                for (int g = 0; g < G; g++) s[g * TILE + jb + jj] = dots[jj * G + g];
+            /* lane p the scaled dot of accumulator p; head g's keys into
+             * its scores by a permute (the lanes one by one through memory
+             * cost as much as the reduction) */
+            const __m512 dots = _mm512_mul_ps(
+                hsum16_avx512(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15), vscale);
+            const __mmask16 keys = tail_mask(INF_MIN(KB, last + 1));
+            for (int g = 0; g < G; g++)
+                _mm512_mask_storeu_ps(s + g * TILE + jb, keys, _mm512_permutexvar_ps(head_lanes[g], dots));
         }
         /* online softmax, head by head */
         for (int g = 0; g < G; g++) {

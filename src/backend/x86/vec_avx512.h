@@ -69,23 +69,35 @@ static inline __m512 vexp_avx512(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-/* Lane i of the result is the sum of the 16 lanes of v[i]. Within each
+/* Lane i of the result is the sum of the 16 lanes of vi. Within each
  * 128-bit quarter, pairs then quads of vectors are interleaved and added,
- * so b[i]'s quarter q holds the partial sums of v[4i..4i+3] over quarter q;
- * two rounds of quarter shuffles then add the four quarters. */
-static inline __m512 hsum16_avx512(const __m512 v[16]) {
-    __m512 a[8], b[4], c[2];
-    for (int i = 0; i < 8; i++)
-        a[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-    for (int i = 0; i < 4; i++) {
-        const __m512d x = _mm512_castps_pd(a[2 * i]), y = _mm512_castps_pd(a[2 * i + 1]);
-        b[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
-    }
-    /* c[i] quarters: b[2i] q0+q1, b[2i] q2+q3, b[2i+1] q0+q1, b[2i+1] q2+q3 */
-    for (int i = 0; i < 2; i++)
-        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
-                             _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xdd));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88), _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
+ * so bi's quarter q holds the partial sums of v4i..v4i+3 over quarter q;
+ * two rounds of quarter shuffles then add the four quarters. Sixteen
+ * arguments and named partials, always inlined: taken as an array, the
+ * vectors went through the stack (GCC 12), a third of the decode
+ * attention's score time (Zen 5, attention_avx512.c). */
+static inline __attribute__((always_inline)) __m512 inf_hsum16_pairs(__m512 x, __m512 y) {
+    return _mm512_add_ps(_mm512_unpacklo_ps(x, y), _mm512_unpackhi_ps(x, y));
+}
+
+static inline __attribute__((always_inline)) __m512 inf_hsum16_quads(__m512 x, __m512 y) {
+    const __m512d a = _mm512_castps_pd(x), b = _mm512_castps_pd(y);
+    return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+}
+
+static inline __attribute__((always_inline)) __m512 inf_hsum16_halves(__m512 x, __m512 y) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xdd));
+}
+
+static inline __attribute__((always_inline)) __m512
+hsum16_avx512(__m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 v4, __m512 v5, __m512 v6, __m512 v7, __m512 v8,
+              __m512 v9, __m512 v10, __m512 v11, __m512 v12, __m512 v13, __m512 v14, __m512 v15) {
+    const __m512 b0 = inf_hsum16_quads(inf_hsum16_pairs(v0, v1), inf_hsum16_pairs(v2, v3));
+    const __m512 b1 = inf_hsum16_quads(inf_hsum16_pairs(v4, v5), inf_hsum16_pairs(v6, v7));
+    const __m512 b2 = inf_hsum16_quads(inf_hsum16_pairs(v8, v9), inf_hsum16_pairs(v10, v11));
+    const __m512 b3 = inf_hsum16_quads(inf_hsum16_pairs(v12, v13), inf_hsum16_pairs(v14, v15));
+    /* c0 and c1 quarters: b0 q0+q1, b0 q2+q3, b1 q0+q1, b1 q2+q3 (b2, b3) */
+    return inf_hsum16_halves(inf_hsum16_halves(b0, b1), inf_hsum16_halves(b2, b3));
 }
 
 /* Q4_0 packed at load (x86_kernels.h): quad q's 4 signed values per row
