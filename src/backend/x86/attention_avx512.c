@@ -159,21 +159,33 @@ INLINE __m512 q8_dot_pair(__m512i ku, __m512 dk, const q8_query_pair *qp, __m512
 #define REPEAT8(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
 #define REPEAT16(M) REPEAT8(M) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 
-/* Cached rows read ahead of the one in use, into L2 by software prefetch:
- * one tile (row j of the next tile while row j of this one is read), and
- * the first tile all at once before it is read. With the hardware
- * prefetchers alone one thread streamed the cache from DRAM at ~10 GB/s
- * (0.79 ms per layer at depth 2044 for Qwen3-0.6B's f16 K and V) and two
- * threads at 12-17; with the tile ahead, 19 and 29 GB/s (0.43 and 0.29
- * ms), the machine's read bandwidth at the time. A paged cache needs it
- * more: the hardware streams stop at every block. The first tile's rows,
- * read one after another, each paid a full memory latency: at depth 64
- * (AMD Zen 5, ~360 ns) a layer took 27 µs on 2 threads and 57 on 1; with
- * the whole tile prefetched first, 15 and 23 (bench/attn_bench.c). */
-INLINE void prefetch_row(const void *row, size_t bytes) {
+/* Cached rows read ahead of the one in use by software prefetch: one tile
+ * (row j of the next tile while row j of this one is read), and the first
+ * tile all at once before it is read. With the hardware prefetchers alone
+ * one thread streamed the cache from DRAM at ~10 GB/s (0.79 ms per layer
+ * at depth 2044 for Qwen3-0.6B's f16 K and V) and two threads at 12-17;
+ * with the tile ahead, 19 and 29 GB/s (0.43 and 0.29 ms), the machine's
+ * read bandwidth at the time. A paged cache needs it more: the hardware
+ * streams stop at every block. The first tile's rows, read one after
+ * another, each paid a full memory latency: at depth 64 (AMD Zen 5, ~360
+ * ns) a layer took 27 µs on 2 threads and 57 on 1; with the whole tile
+ * prefetched first, 15 and 23 (bench/attn_bench.c). On AMD (nta) the rows
+ * come non-temporal, as the weights do (vec_avx512.h): attn_bench on the
+ * Zen 5 VM, 2 threads, f16, alternating, two rounds each, us a layer
+ * contiguous / paged B=64: depth 300 35.7, 34.6 / 46.2, 44.7 into L2 ->
+ * 33.3, 31.0 / 40.7, 36.0 NTA; depth 1000 102.5, 104.6 / 136.8, 132.5 ->
+ * 95.6, 92.6 / 119.3, 117.2; depth 4000 405, 426 / 535, 544 -> 394, 384 /
+ * 502, 483 (T0 in between, T2 worse). In the model (Q4_0, one process,
+ * token by token ABBA, 4 x 64 tokens, a busy spell), into L2 instead took
+ * +0.9% / -0.3% (median / mean) after 17, +1.5% / +1.0% and +3.5% / +3.4%
+ * after 1000, -0.1% / +0.1% and +3.2% / +2.0% after 2044. Elsewhere into
+ * L2 (not measured there). */
+INLINE void prefetch_row(const void *row, size_t bytes, bool nta) {
     const uintptr_t end = (uintptr_t)row + bytes;
-    for (uintptr_t line = (uintptr_t)row & ~(uintptr_t)63; line < end; line += 64)
-        _mm_prefetch((const char *)line, _MM_HINT_T1);
+    for (uintptr_t line = (uintptr_t)row & ~(uintptr_t)63; line < end; line += 64) {
+        if (nta) _mm_prefetch((const char *)line, _MM_HINT_NTA);
+        else _mm_prefetch((const char *)line, _MM_HINT_T1);
+    }
 }
 
 /* The row addresses of two consecutive key tiles, [tile parity][key]: the
@@ -193,8 +205,8 @@ typedef struct tile_rows {
  * at once. Values: each row read once per slice of W vectors of head_dim,
  * for all heads (accumulator p: head p / W, vector p % W). */
 INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_view *k, const inf_kv_view *v,
-                         int kvh, int n_keys, int hd, float scale, const int G, const inf_kv_type T, tile_rows *tr,
-                         float *s, float *o, float *m, float *l) {
+                         int kvh, int n_keys, int hd, float scale, const int G, const inf_kv_type T, bool nta,
+                         tile_rows *tr, float *s, float *o, float *m, float *l) {
     const int n_pairs = (hd / INF_Q8_0_BLOCK + 1) / 2; /* Q8_0: qq[G][n_pairs] */
     const bool odd_blocks = (hd / INF_Q8_0_BLOCK) % 2 != 0;
     const int KB = 16 / G;             /* keys per score block */
@@ -210,8 +222,8 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_v
     inf_kv_rows(v, kvh, 0, INF_MIN(TILE, n_keys), tr->v[0]);
     /* the first tile at once; the later ones a tile ahead, as they are read */
     for (int j = 0; j < INF_MIN(TILE, n_keys); j++) {
-        prefetch_row(tr->k[0][j], row_bytes);
-        prefetch_row(tr->v[0][j], row_bytes);
+        prefetch_row(tr->k[0][j], row_bytes, nta);
+        prefetch_row(tr->v[0][j], row_bytes, nta);
     }
     for (int j0 = 0, cur = 0; j0 < n_keys; j0 += TILE, cur ^= 1) {
         const int nj = INF_MIN(TILE, n_keys - j0);
@@ -225,7 +237,7 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_v
 #define ROW_PTR(jj) const char *r##jj = krows[jb + INF_MIN(jj, last)];
             REPEAT16(ROW_PTR)
 #undef ROW_PTR
-            for (int jj = 0; jj < KB && jb + jj < n_next; jj++) prefetch_row(knext[jb + jj], row_bytes);
+            for (int jj = 0; jj < KB && jb + jj < n_next; jj++) prefetch_row(knext[jb + jj], row_bytes, nta);
 #define ACC_ZERO(p) __m512 a##p = zero;
             REPEAT16(ACC_ZERO)
 #undef ACC_ZERO
@@ -301,7 +313,7 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_v
 #undef O_LOAD
             for (int j = 0; j < nj; j++) {
                 const char *row = vrows[j];
-                if (i0 == 0 && j < n_next) prefetch_row(vnext[j], row_bytes);
+                if (i0 == 0 && j < n_next) prefetch_row(vnext[j], row_bytes, nta);
 #define P_BCAST(g) const __m512 pb##g = (g) < G ? _mm512_set1_ps(s[(g) * TILE + j]) : zero;
                 REPEAT8(P_BCAST)
 #undef P_BCAST
@@ -356,6 +368,7 @@ void inf_avx512_attn_decode(const inf_attn_shape *sh, const float *q, const inf_
     const int group = sh->n_head / sh->n_head_kv, hd = sh->head_dim, n_keys = sh->pos0 + 1;
     const inf_kv_type type = k->type; /* V has the same (cpu.c) */
     const int n_pairs = (hd / INF_Q8_0_BLOCK + 1) / 2;
+    const bool nta = inf_x86_cpu_is_amd(); /* how rows are read ahead (prefetch_row) */
     tile_rows tr;
     float *s = tmp;                             /* [8][TILE] scores, then weights */
     float *o = s + DECODE_HEADS * TILE;         /* [8][hd] */
@@ -373,7 +386,7 @@ void inf_avx512_attn_decode(const inf_attn_shape *sh, const float *q, const inf_
             l[g] = 0.0f;
         }
         memset(o, 0, (size_t)G * hd * sizeof(float));
-#define DECODE_TYPE(g, t) decode_heads(qs, qq, k, v, kvh, n_keys, hd, sh->scale, g, t, &tr, s, o, m, l)
+#define DECODE_TYPE(g, t) decode_heads(qs, qq, k, v, kvh, n_keys, hd, sh->scale, g, t, nta, &tr, s, o, m, l)
 #define DECODE_CASE(g)                                                  \
     if (type == INF_KV_F16) DECODE_TYPE(g, INF_KV_F16);                 \
     else if (type == INF_KV_Q8_0) DECODE_TYPE(g, INF_KV_Q8_0);          \
