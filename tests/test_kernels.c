@@ -1155,6 +1155,10 @@ static void test_attention(const isa_ops *s) {
         for (size_t i = 0; i < sizeof depths / sizeof *depths; i++) {
             test_attention_case(s, type, 4, 2, 64, depths[i], 1, layout);
             test_attention_case(s, type, 3, 3, 40, depths[i], 1, layout);
+            /* head_dim 128, which the avx512 decode takes as a constant,
+             * with groups of 1 and 4 (2: below) */
+            test_attention_case(s, type, 2, 2, 128, depths[i], 1, layout);
+            test_attention_case(s, type, 8, 2, 128, depths[i], 1, layout);
         }
         test_attention_case(s, type, 16, 8, 128, 300, 1, layout);
         test_attention_case(s, type, 8, 1, 16, 90, 1, layout); /* group of 8 */
