@@ -412,15 +412,19 @@ static void test_parallel_sampling(void) {
     inf_model_free(m);
 }
 
-/* The engine's first token logits against a session's on the same prompt. */
-static void test_engine_vs_session(void) {
-    test_begin("engine vs session");
+/* The engine's first token logits against a session's on the same prompt;
+ * blocks of 4 put the prompt's 20 blocks in two runs of the pool (model.h,
+ * qwen3_kv), blocks of 16 in one. */
+static void test_engine_vs_session(int block_size) {
+    char what[64];
+    snprintf(what, sizeof what, "engine vs session, blocks of %d", block_size);
+    test_begin(what);
     inf_model *m = load(path_q8, 2, INF_KV_F32);
     if (!m) return;
     req_spec sp = {.n_prompt = 77, .max_tokens = 3, .n = 1};
     for (int i = 0; i < sp.n_prompt; i++) sp.prompt[i] = (int32_t)rnd(N_VOCAB);
     inf_engine_options eo;
-    engine_opts(&eo, false, 16, 512);
+    engine_opts(&eo, false, block_size, 512);
     outcome o;
     outcome_init(&o);
     run_specs(m, &eo, &sp, 1, &o);
@@ -462,7 +466,7 @@ static void record_prefault(const inf_ops *self, void *p, size_t n) {
  * else: the rows' bytes add up to the ranges'. */
 static bool readied_exactly(const inf_model *m, const qwen3_kv *kv, void *base, const int32_t *blocks, int p0,
                             int p1) {
-    const size_t bytes = qwen3_kv_bytes(m, kv->block_size, kv->n_blocks);
+    const size_t bytes = qwen3_kv_bytes(m, kv->block_size, kv->n_blocks, kv->run_shift);
     const size_t row = inf_kv_type_bytes(m->opt.kv_type, (size_t)m->cfg.head_dim);
     size_t in_base = 0, rows = 0;
     for (int i = 0; i < readied.count; i++) {
@@ -495,13 +499,11 @@ static void test_kv_prefault(void) {
     kv_cache c;
     inf_error err = {0};
     if (TEST_CHECK(kv_cache_init(&c, m, 4, 6, false, &err) == INF_OK, "init: %s", err.msg)) {
-        const size_t block_bytes = qwen3_kv_bytes(m, 4, 1);
         readied.count = 0;
         const int32_t b = kv_cache_alloc(&c);
-        TEST_CHECK(readied.count == 2 && readied.p[0] == (char *)c.kv.k + (size_t)b * block_bytes &&
-                       readied.p[1] == (char *)c.kv.v + (size_t)b * block_bytes && readied.n[0] == block_bytes &&
-                       readied.n[1] == block_bytes,
-                   "a new block: its K and V bytes, %d ranges", readied.count);
+        TEST_CHECK(readied_exactly(m, &c.kv, c.kv.k, &b, 0, 4) && readied_exactly(m, &c.kv, c.kv.v, &b, 0, 4) &&
+                       readied.count == 2 * m->cfg.n_layer * m->cfg.n_head_kv,
+                   "a new block: its K and V rows, a range per layer and head (%d ranges)", readied.count);
         kv_cache_unref(&c, b);
         readied.count = 0;
         TEST_CHECK(kv_cache_alloc(&c) == b && readied.count == 0, "a block used before: nothing");
@@ -580,7 +582,22 @@ static void test_kv_cache(void) {
     /* copy on write: the engine copies a shared block before writing it */
     const int32_t copy = kv_cache_alloc(&c);
     TEST_CHECK(copy >= 0 && copy != a, "a block for the copy");
+    const size_t pool_bytes = qwen3_kv_bytes(m, 4, 6, c.kv.run_shift);
+    for (size_t i = 0; i < pool_bytes; i++) ((uint8_t *)c.kv.k)[i] = (uint8_t)(i * 7), ((uint8_t *)c.kv.v)[i] = (uint8_t)(i * 13);
     kv_cache_copy_block(&c, copy, a);
+    bool copied = true;
+    const size_t row = inf_kv_type_bytes(m->opt.kv_type, (size_t)m->cfg.head_dim);
+    for (int half = 0; half < 2; half++)
+        for (int l = 0; l < m->cfg.n_layer; l++) {
+            const inf_kv_view from = qwen3_kv_view(m, &c.kv, half ? c.kv.v : c.kv.k, l, &a);
+            const inf_kv_view to = qwen3_kv_view(m, &c.kv, half ? c.kv.v : c.kv.k, l, &copy);
+            for (int h = 0; h < m->cfg.n_head_kv; h++)
+                for (int p = 0; p < 4; p++)
+                    copied &= memcmp((const char *)to.data + inf_kv_type_bytes(to.type, inf_kv_elem(&to, p, h)),
+                                     (const char *)from.data + inf_kv_type_bytes(from.type, inf_kv_elem(&from, p, h)),
+                                     row) == 0;
+        }
+    TEST_CHECK(copied, "the copy holds the block's rows of every layer and head, K and V");
     kv_cache_unref(&c, a);
     TEST_CHECK(c.ref[a] == 1 && c.node_of[a], "the tree still holds the original");
     kv_cache_unref(&c, got[0]), kv_cache_unref(&c, copy);
@@ -986,7 +1003,8 @@ int main(void) {
         test_prefix_hits();
         test_prompt_packing();
         test_parallel_sampling();
-        test_engine_vs_session();
+        test_engine_vs_session(16);
+        test_engine_vs_session(4);
         test_kv_cache();
         test_kv_prefault();
         test_kv_cache_churn();

@@ -93,16 +93,19 @@ typedef void (*inf_weight_rows_fn)(void *ctx, int64_t r0, int64_t r1, void *rows
 
 /* One layer's K or V cache of one sequence as the attention ops read it:
  * paged. Positions come in blocks of block_size; the sequence's block table
- * maps its i-th block to block blocks[i] of data, and the head_dim elements
- * of (position p, KV head h) start at element
- *   blocks[p / block_size] * block_stride + (p % block_size) * pos_stride
- *   + h * head_stride
- * of data (inf_kv_elem). The engine's pool keeps each head's rows of a block
- * together ([block][n_head_kv][block_size][head_dim]: pos_stride = head_dim,
- * head_stride = block_size * head_dim), so decode attention streams one
- * contiguous run per head and block. A contiguous cache is one block as long
- * as the context (blocks = {0}); tests also use [pos][n_head_kv][head_dim]
- * layouts and shuffled tables.
+ * maps its i-th block to block b = blocks[i] of data, and the head_dim
+ * elements of (position p, KV head h) start at element
+ *   b * block_stride + (b >> run_shift) * run_skip
+ *   + (p % block_size) * pos_stride + h * head_stride
+ * of data (inf_kv_elem). Blocks come in runs of 2^run_shift, the blocks of
+ * a run block_stride apart and each run run_skip further on (0 and 0: one
+ * block after another). The engine's pool keeps each head's rows of a run
+ * together ([run][layer][n_head_kv][run blocks][block_size][head_dim]:
+ * pos_stride = head_dim, block_stride = block_size * head_dim, head_stride
+ * = the run's rows of a head; model.h, qwen3_kv), so decode attention over
+ * a sequence's consecutive blocks streams one contiguous run per head. A
+ * contiguous cache is one block as long as the context (blocks = {0});
+ * tests also use [pos][n_head_kv][head_dim] layouts and shuffled tables.
  *
  * Strides count elements for every type. A Q8_0 cache (INF_KV_Q8_0) needs
  * head_dim a multiple of 32: each row is head_dim/32 inf_block_q8_0 blocks,
@@ -127,9 +130,11 @@ typedef struct inf_kv_view {
     inf_kv_type type;
     size_t pos_stride;     /* elements between consecutive positions of a head in a block */
     size_t head_stride;    /* elements between consecutive KV heads at a position */
-    size_t block_stride;   /* elements between consecutive blocks of data */
+    size_t block_stride;   /* elements between consecutive blocks of a run */
     int block_size;        /* positions per block, >= 1 */
     const int32_t *blocks; /* block table: position p lies in block blocks[p / block_size] */
+    unsigned run_shift;    /* blocks per run: 2^run_shift */
+    size_t run_skip;       /* elements added per run (beyond its blocks' block_stride each) */
 } inf_kv_view;
 
 /* A contiguous cache as one block: block_size INF_KV_CONTIGUOUS with the
@@ -140,8 +145,9 @@ extern const int32_t inf_kv_single_block[1];
 /* Element offset of the row of (position p, KV head h) in a view. */
 static inline size_t inf_kv_elem(const inf_kv_view *c, int p, int h) {
     const int b = p / c->block_size;
-    return (size_t)c->blocks[b] * c->block_stride + (size_t)(p - b * c->block_size) * c->pos_stride +
-           (size_t)h * c->head_stride;
+    const size_t block = (size_t)c->blocks[b];
+    return block * c->block_stride + (block >> c->run_shift) * c->run_skip +
+           (size_t)(p - b * c->block_size) * c->pos_stride + (size_t)h * c->head_stride;
 }
 
 /* The largest head_dim the attention ops accept (the loader's bound). */

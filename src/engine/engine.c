@@ -175,7 +175,7 @@ inf_status inf_engine_new(inf_model *m, const inf_engine_options *opt, inf_engin
     int64_t pool_tokens = o.kv_pool_tokens;
     if (pool_tokens < 0) return inf_errorf(err, INF_ERR_INVALID, "KV pool of %lld tokens", (long long)pool_tokens);
     if (!pool_tokens && o.kv_pool_mib) {
-        const double per_token = 2.0 * (double)qwen3_kv_bytes(m, bs, 1) / bs;
+        const double per_token = 2.0 * (double)qwen3_kv_bytes(m, bs, 1, 0) / bs;
         pool_tokens = (int64_t)((double)o.kv_pool_mib * 1048576.0 / per_token);
     }
     /* by default max_seqs requests of n_ctx tokens fit at once, each in whole blocks */
@@ -219,7 +219,7 @@ inf_status inf_engine_new(inf_model *m, const inf_engine_options *opt, inf_engin
     e->stats.n_ctx = n_ctx;
     e->stats.block_size = bs;
     e->stats.blocks_total = e->stats.blocks_free = (int)n_blocks;
-    e->stats.kv_bytes = 2 * qwen3_kv_bytes(m, bs, (int)n_blocks);
+    e->stats.kv_bytes = 2 * qwen3_kv_bytes(m, bs, (int)n_blocks, e->cache.kv.run_shift);
     *out = e;
     return INF_OK;
 }
@@ -567,7 +567,9 @@ static bool make_writable(inf_engine *e, sequence *s, int pos, int n) {
 /* Hands the sequence's cached tokens to the prefix tree and drops its blocks. */
 static void release_sequence(inf_engine *e, sequence *s) {
     kv_cache_insert(&e->cache, s->tokens, s->n_cached, s->blocks);
-    for (int i = 0; i < s->n_blocks; i++) kv_cache_unref(&e->cache, s->blocks[i]);
+    /* last block first: freed, the first lands on top of the free stack,
+     * and the next sequence takes them in order (runs, model.h) */
+    for (int i = s->n_blocks - 1; i >= 0; i--) kv_cache_unref(&e->cache, s->blocks[i]);
     s->n_blocks = 0;
     e->outstanding -= s->reserve;
     s->reserve = 0;

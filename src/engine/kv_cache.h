@@ -27,6 +27,23 @@
 
 typedef struct prefix_node prefix_node;
 
+/* The pool's blocks lie in runs of 2^KV_CACHE_RUN_SHIFT (model.h,
+ * qwen3_kv): 16 blocks, 1024 positions at the engine's default block size
+ * (256 KiB of each head's rows for the 0.6B's f16 cache). Two engines on
+ * the 0.6B Q4_0 in one process (Zen 5 VM), their decode steps alternated
+ * (ABBA, 4 rounds of 62 steps), time a token against runs of one block
+ * (every layer's rows of a block together, on huge pages as before):
+ * after 17 +0.4..+0.9%, 64 +1.0..+2.1%, 512 +0.4..+0.7%, 1000 -3.9..-4.8%,
+ * 2044 -8.3%; in a busier spell 64 +0.3..+1.3%, 1000 -0.6..-1.7%, 2044
+ * -2.3..-4.4%. The ordinary pages cost the shallow part: runs of one block
+ * on them took +0.8..+1.3% after 64 and +2.4..+2.5% after 512; runs of 16
+ * on huge pages +0.4..+0.6% after 64, -2.6..-3.4% after 1000 and
+ * -6.7..-7.3% after 2044 (their readying, kv_cache.c, rules them out).
+ * Runs of 2, 4, 8 and 32 on huge pages: after 1000 -1.1%, -2.5..-2.8%,
+ * -2.3..-6.5% and -4.3..-4.5%; of 16 -4.5..-4.7% and after 2044
+ * -8.5..-9.4%. */
+enum { KV_CACHE_RUN_SHIFT = 4 };
+
 typedef struct kv_cache {
     qwen3_kv kv;            /* the pool's memory */
     const inf_model *model;

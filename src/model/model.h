@@ -101,30 +101,42 @@ inf_status model_quantize_weights(inf_model *m, bool copy_others, inf_error *err
 enum { QWEN3_UBATCH = 512 };
 
 /* A KV store: one pool of blocks, each holding block_size positions of every
- * layer's K and V, allocated by the model's backend. Layout of k and v (elements of kv_type; ops.h,
- * inf_kv_view): [n_blocks][n_layer][n_head_kv][block_size][head_dim], so a
- * block's rows lie together. Memory is readied for writing before the
- * kernels first write it (an engine's block when it is first taken, a
- * session's next positions as it reaches them), in a few system calls
- * rather than a page fault per page under the kernels: with faults a fresh
- * 0.6B session's prefill of 511 tokens took ~150 ms longer than the same
- * prefill into a used cache (Zen 5 VM, 22k faults). */
+ * layer's K and V, allocated by the model's backend. The blocks lie in runs
+ * of 2^run_shift; layout of k and v (elements of kv_type; ops.h,
+ * inf_kv_view): [n_blocks / run][n_layer][n_head_kv][run][block_size][head_dim],
+ * so a head's rows of consecutive blocks of a run lie together and decode
+ * attention over them streams one contiguous run per head, as over a
+ * session's cache (one block: [n_layer][n_head_kv][n_ctx][head_dim]). The
+ * engine's pool hands out its blocks in order (kv_cache.h), so a
+ * sequence's blocks are mostly consecutive; with runs of one block the
+ * reads broke at every block (16 KiB a head for the 0.6B's f16 cache) and
+ * the engine's decode after 2044 took ~9% longer (kv_cache.h).
+ * Memory is readied for writing before the kernels first write it (an
+ * engine's block when it is first taken, a session's next positions as it
+ * reaches them), in a few system calls rather than a page fault per page
+ * under the kernels: with faults a fresh 0.6B session's prefill of 511
+ * tokens took ~150 ms longer than the same prefill into a used cache (Zen 5
+ * VM, 22k faults). */
 typedef struct qwen3_kv {
     void *k, *v;
     int block_size;
     int n_blocks;
+    int run_shift; /* blocks per run: 2^run_shift */
 } qwen3_kv;
 
 /* The layer-`layer` K (or V) view of a sequence with block table `blocks`. */
 inf_kv_view qwen3_kv_view(const inf_model *m, const qwen3_kv *kv, void *base, int layer, const int32_t *blocks);
-/* Bytes of k (or v) for a pool of n_blocks blocks of block_size positions. */
-size_t qwen3_kv_bytes(const inf_model *m, int block_size, int n_blocks);
+/* Bytes of k (or v) for a pool of n_blocks blocks of block_size positions
+ * in runs of 2^run_shift (the last run whole). */
+size_t qwen3_kv_bytes(const inf_model *m, int block_size, int n_blocks, int run_shift);
 /* Readies blocks [first, first + count) of k and v for writing (ops.h,
  * buffer_prefault): before their first use. */
 void qwen3_kv_prefault(const inf_model *m, const qwen3_kv *kv, int first, int count);
 /* The same for the rows of positions [p0, p1) of a sequence with block
  * table `blocks`: every layer's and head's (one range each per block). */
 void qwen3_kv_prefault_positions(const inf_model *m, const qwen3_kv *kv, const int32_t *blocks, int p0, int p1);
+/* Copies block src's rows of every layer, K and V, into block dst. */
+void qwen3_kv_copy_block(const inf_model *m, const qwen3_kv *kv, int32_t dst, int32_t src);
 
 /* One sequence's rows in a forward batch: n consecutive rows at positions
  * pos0 .. pos0 + n - 1, its KV rows read and written through its block

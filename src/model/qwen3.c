@@ -83,17 +83,46 @@ inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_erro
     return INF_OK;
 }
 
-size_t qwen3_kv_bytes(const inf_model *m, int block_size, int n_blocks) {
-    const size_t elems = (size_t)m->cfg.n_layer * (size_t)n_blocks * (size_t)block_size * (size_t)m->cfg.kv_dim;
+size_t qwen3_kv_bytes(const inf_model *m, int block_size, int n_blocks, int run_shift) {
+    const size_t run = (size_t)1 << run_shift, runs = ((size_t)n_blocks + run - 1) >> run_shift;
+    const size_t elems = (size_t)m->cfg.n_layer * runs * run * (size_t)block_size * (size_t)m->cfg.kv_dim;
     return inf_kv_type_bytes(m->opt.kv_type, elems);
 }
 
+/* Calls fn(backend, dst, src, bytes) for each head's rows of block dst_block
+ * (and src_block) in both caches, every layer: a range per layer and head. */
+static void for_block_ranges(const inf_model *m, const qwen3_kv *kv, int32_t dst_block, int32_t src_block,
+                             void (*fn)(const inf_ops *b, char *dst, const char *src, size_t bytes)) {
+    const inf_kv_type type = m->opt.kv_type;
+    const size_t bytes = inf_kv_type_bytes(type, (size_t)kv->block_size * (size_t)m->cfg.head_dim);
+    const int32_t table[2] = {dst_block, src_block};
+    for (int half = 0; half < 2; half++)
+        for (int l = 0; l < m->cfg.n_layer; l++) {
+            const inf_kv_view dst = qwen3_kv_view(m, kv, half ? kv->v : kv->k, l, &table[0]);
+            const inf_kv_view src = qwen3_kv_view(m, kv, half ? kv->v : kv->k, l, &table[1]);
+            for (int h = 0; h < m->cfg.n_head_kv; h++)
+                fn(m->backend, (char *)dst.data + inf_kv_type_bytes(type, inf_kv_elem(&dst, 0, h)),
+                   (const char *)src.data + inf_kv_type_bytes(type, inf_kv_elem(&src, 0, h)), bytes);
+        }
+}
+
+static void prefault_range(const inf_ops *b, char *dst, const char *src, size_t bytes) {
+    (void)src;
+    b->buffer_prefault(b, dst, bytes);
+}
+
+static void copy_range(const inf_ops *b, char *dst, const char *src, size_t bytes) {
+    (void)b;
+    memcpy(dst, src, bytes);
+}
+
 void qwen3_kv_prefault(const inf_model *m, const qwen3_kv *kv, int first, int count) {
-    const inf_ops *b = m->backend;
-    if (!b->buffer_prefault || count <= 0) return;
-    const size_t block_bytes = qwen3_kv_bytes(m, kv->block_size, 1);
-    b->buffer_prefault(b, (char *)kv->k + (size_t)first * block_bytes, (size_t)count * block_bytes);
-    b->buffer_prefault(b, (char *)kv->v + (size_t)first * block_bytes, (size_t)count * block_bytes);
+    if (!m->backend->buffer_prefault) return;
+    for (int32_t block = first; block < first + count; block++) for_block_ranges(m, kv, block, block, prefault_range);
+}
+
+void qwen3_kv_copy_block(const inf_model *m, const qwen3_kv *kv, int32_t dst, int32_t src) {
+    for_block_ranges(m, kv, dst, src, copy_range);
 }
 
 void qwen3_kv_prefault_positions(const inf_model *m, const qwen3_kv *kv, const int32_t *blocks, int p0, int p1) {
@@ -116,16 +145,21 @@ void qwen3_kv_prefault_positions(const inf_model *m, const qwen3_kv *kv, const i
 
 inf_kv_view qwen3_kv_view(const inf_model *m, const qwen3_kv *kv, void *base, int layer, const int32_t *blocks) {
     const inf_kv_type type = m->opt.kv_type;
-    const size_t head_dim = (size_t)m->cfg.head_dim;
-    const size_t layer_elems = (size_t)kv->block_size * (size_t)m->cfg.kv_dim; /* one layer's rows of a block */
+    const size_t head_dim = (size_t)m->cfg.head_dim, run = (size_t)1 << kv->run_shift;
+    const size_t block_elems = (size_t)kv->block_size * head_dim;      /* one head's rows of a block */
+    const size_t head_elems = run * block_elems;                      /* one head's rows of a run */
+    const size_t layer_elems = (size_t)m->cfg.n_head_kv * head_elems; /* one layer's rows of a run */
+    const size_t run_elems = (size_t)m->cfg.n_layer * layer_elems;    /* a run */
     return (inf_kv_view){
         .data = (char *)base + inf_kv_type_bytes(type, (size_t)layer * layer_elems),
         .type = type,
         .pos_stride = head_dim,
-        .head_stride = (size_t)kv->block_size * head_dim,
-        .block_stride = (size_t)m->cfg.n_layer * layer_elems,
+        .head_stride = head_elems,
+        .block_stride = block_elems,
         .block_size = kv->block_size,
         .blocks = blocks,
+        .run_shift = (unsigned)kv->run_shift,
+        .run_skip = run_elems - run * block_elems,
     };
 }
 

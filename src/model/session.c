@@ -25,18 +25,18 @@ inf_status inf_session_new(inf_model *m, int n_ctx, inf_session **out, inf_error
     s->n_ctx = n_ctx;
     s->kv.block_size = n_ctx;
     s->kv.n_blocks = 1;
-    const size_t kv_bytes = qwen3_kv_bytes(m, n_ctx, 1);
+    const size_t kv_bytes = qwen3_kv_bytes(m, n_ctx, 1, 0);
     /* Ordinary pages, readied as positions reach them (inf_session_eval).
      * Huge pages decoded after 17 1.4-2.6% faster, but the first token
      * writes a row of every head of every layer, which touches every 2 MiB
      * page of the cache at once: a block of 512 positions moved into one
      * twice as long when outgrown stalled the token that outgrew it 20-209
      * ms at 512, 66-383 at 1024 and ~680 at 2048 (0.6B, memory the VM had
-     * not given before). In blocks of every layer (the engine's layout)
-     * huge pages grow with the sequence, but the block boundaries cut the
-     * heads' streams: decode after 1000 and 2044 11-28% slower than one
+     * not given before). In blocks of every layer (the engine's layout
+     * then) huge pages grew with the sequence, but the block boundaries cut
+     * the heads' streams: decode after 1000 and 2044 11-28% slower than one
      * block (0.6B Q4_K_M, Zen 5 VM, two sessions in one process, token by
-     * token). */
+     * token; the engine's pool now lays blocks in runs, model.h). */
     s->kv.k = m->backend->buffer_alloc(m->backend, kv_bytes, INF_BUFFER_SCATTERED);
     s->kv.v = m->backend->buffer_alloc(m->backend, kv_bytes, INF_BUFFER_SCATTERED);
     inf_status st = INF_OK;
