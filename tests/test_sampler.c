@@ -188,6 +188,78 @@ static void test_filters(void) {
     free(got);
 }
 
+/* cand ranks: higher logit (NaN lowest, as -inf), then lower id */
+static const float *rank_logits;
+static int rank_cmp(const void *a, const void *b) {
+    const int i = *(const int *)a, j = *(const int *)b;
+    const float x = isnan(rank_logits[i]) ? -INFINITY : rank_logits[i];
+    const float y = isnan(rank_logits[j]) ? -INFINITY : rank_logits[j];
+    if (x != y) return x > y ? -1 : 1;
+    return i - j;
+}
+
+/* Greedy and top-k over a Qwen3-sized vocabulary against a full sort:
+ * logits in few distinct values (ties everywhere), NaNs and -inf among
+ * them, the best value repeated far apart; with and without a bias (the
+ * samplers read the logits directly when nothing adjusts them). */
+static void test_large_vocabulary(void) {
+    test_begin("greedy and top-k over 151936 logits, against a full sort");
+    enum { V = 151936 };
+    float *lg = malloc(V * sizeof *lg), *got = malloc(V * sizeof *got);
+    int *order = malloc(V * sizeof *order);
+    uint64_t r = 7;
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < V; i++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            const unsigned u = (unsigned)(r >> 33);
+            lg[i] = u % 97 == 0 ? NAN : u % 89 == 0 ? -INFINITY : (float)(u % 50) * 0.25f - 6.0f;
+        }
+        if (round >= 3) lg[V - 1 - 1000 * round] = 7.0f, lg[V / 3 + round] = 7.0f; /* the best twice */
+        if (round == 5) for (int i = 0; i < V; i++) lg[i] = NAN; /* nothing valid: id 0 */
+        for (int i = 0; i < V; i++) order[i] = i;
+        rank_logits = lg;
+        qsort(order, V, sizeof *order, rank_cmp);
+        for (int biased = 0; biased < 2; biased++) {
+            const inf_logit_bias none = {.id = 0, .bias = 0.0f}; /* adjusts nothing, but takes the copy */
+            inf_sampler_params p;
+            inf_sampler_params_default(&p);
+            p.logit_bias = biased ? &none : NULL;
+            p.n_logit_bias = biased ? 1 : 0;
+            p.temperature = 0;
+            inf_sampler *s = make(V, &p);
+            const int32_t best = inf_sampler_sample(s, lg);
+            TEST_CHECK(best == order[0], "round %d bias %d: greedy picked %d, the first best is %d", round, biased,
+                       best, order[0]);
+            inf_sampler_free(s);
+            static const int ks[] = {1, 20, 40, 1000};
+            for (size_t k = 0; k < sizeof ks / sizeof *ks; k++) {
+                p.temperature = 1;
+                p.top_k = ks[k];
+                p.top_p = 1;
+                p.min_p = 0;
+                s = make(V, &p);
+                inf_sampler_probs(s, lg, got);
+                /* the k first in rank order, by their softmax; nothing else */
+                const double max = isnan(lg[order[0]]) ? -INFINITY : lg[order[0]];
+                double sum = 0, err = 0;
+                for (int i = 0; i < ks[k]; i++)
+                    if (!isnan(lg[order[i]])) sum += exp(lg[order[i]] - max);
+                for (int i = 0; i < V && max > -INFINITY; i++) {
+                    const double want = i < ks[k] && !isnan(lg[order[i]]) ? exp(lg[order[i]] - max) / sum : 0;
+                    err = fmax(err, fabs(got[order[i]] - want));
+                }
+                if (max == -INFINITY) err = fabs(got[0] - 1); /* nothing valid: the first id */
+                TEST_CHECK(err <= 1e-6, "round %d bias %d top-k %d: largest probability error %g", round, biased,
+                           ks[k], err);
+                inf_sampler_free(s);
+            }
+        }
+    }
+    free(lg);
+    free(got);
+    free(order);
+}
+
 static void test_draws(void) {
     test_begin("draws follow the distribution");
     const double base[5] = {0.35, 0.25, 0.2, 0.12, 0.08};
@@ -531,6 +603,7 @@ static void test_defaults(void) {
 int main(void) {
     if (!(tmpdir = test_tmpdir("sampler"))) return 1;
     test_filters();
+    test_large_vocabulary();
     test_draws();
     test_penalties();
     test_invalid();

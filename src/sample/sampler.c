@@ -193,27 +193,43 @@ static void sift_down(candidate *heap, int n, int i) {
     }
 }
 
-/* cand[0..m) = the m best of work, best first (m <= n_vocab). O(V log m). */
-static int select_top(inf_sampler *s, int m) {
+/* cand[0..m) = the m best of x (NaN as -inf), best first (m <= n_vocab).
+ * O(V log m). Once the heap is full, a later id (higher than all in it)
+ * ranks before its root only by a higher logit: that compare, against the
+ * root's logit kept in a register and for eight ids at once, is all most
+ * ids cost (the root reloaded for each, top-k 20 over 151936 logits took
+ * 190 us, Zen 5). */
+static int select_top(inf_sampler *s, const float *x, int m) {
     candidate *heap = s->cand;
-    int n = 0;
-    for (int id = 0; id < s->n_vocab; id++) {
-        candidate c = {id, s->work[id]};
-        if (n < m) {
-            /* sift up */
-            int i = n++;
-            heap[i] = c;
-            while (i > 0) {
-                int parent = (i - 1) / 2;
-                if (!ranks_before(heap[parent], heap[i])) break;
-                candidate t = heap[i];
-                heap[i] = heap[parent];
-                heap[parent] = t;
-                i = parent;
+    int n = 0, id = 0;
+    for (; id < s->n_vocab && n < m; id++) {
+        /* sift up */
+        int i = n++;
+        heap[i] = (candidate){id, isnan(x[id]) ? -INFINITY : x[id]};
+        while (i > 0) {
+            int parent = (i - 1) / 2;
+            if (!ranks_before(heap[parent], heap[i])) break;
+            candidate t = heap[i];
+            heap[i] = heap[parent];
+            heap[parent] = t;
+            i = parent;
+        }
+    }
+    float root = n > 0 ? heap[0].logit : INFINITY;
+    while (id < s->n_vocab) {
+        if (id + 8 <= s->n_vocab) { /* eight at a time while none passes the root */
+            float top = -INFINITY; /* not x[id]: a NaN there would hide the rest */
+            for (int k = 0; k < 8; k++) top = x[id + k] > top ? x[id + k] : top;
+            if (!(top > root)) {
+                id += 8;
+                continue;
             }
-        } else if (ranks_before(c, heap[0])) {
-            heap[0] = c;
+        }
+        for (const int end = INF_MIN(id + 8, s->n_vocab); id < end; id++) {
+            if (!(x[id] > root)) continue; /* NaN never passes */
+            heap[0] = (candidate){id, x[id]};
             sift_down(heap, n, 0);
+            root = heap[0].logit;
         }
     }
     /* heap sort: pop the worst to the end until the array is best first */
@@ -243,32 +259,54 @@ static int top_p_full(inf_sampler *s) {
     double max = -INFINITY, sum = 0;
     for (int i = 0; i < s->n_vocab; i++)
         if (s->work[i] > max) max = s->work[i];
-    if (max == -INFINITY) return select_top(s, 1);
+    if (max == -INFINITY) return select_top(s, s->work, 1);
     for (int i = 0; i < s->n_vocab; i++) sum += exp((double)s->work[i] - max);
     for (int m = INF_MIN(256, s->n_vocab);; m = (int)INF_MIN((int64_t)m * 8, (int64_t)s->n_vocab)) {
-        int n = select_top(s, m);
+        int n = select_top(s, s->work, m);
         int keep = top_p_prefix(s->cand, n, max, sum, s->p.top_p);
         if (keep > 0) return keep;
         if (n == s->n_vocab) return n; /* the sum rounded just below top_p */
     }
 }
 
+/* The first index of x's maximum, NaN counting as -inf (0 when all are
+ * NaN or -inf): the maximum in four independent lanes, then where it first
+ * occurs. (Comparing each element
+ * with x[best], reloaded by the index just chosen, chained every step on
+ * the last: greedy over 151936 logits took 206 us, Zen 5.) */
+static int argmax(const float *x, int n) {
+    float m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];
+    for (; i < n; i++) m[0] = x[i] > m[0] ? x[i] : m[0];
+    const float max = INF_MAX(INF_MAX(m[0], m[1]), INF_MAX(m[2], m[3]));
+    for (i = 0; i < n; i++)
+        if (x[i] == max) return i;
+    return 0;
+}
+
 /* Runs the filters; leaves cand[0..n) and their probabilities in prob. */
 static int filter(inf_sampler *s, const float *logits) {
     const inf_sampler_params *p = &s->p;
-    prepare(s, logits);
+    /* Greedy and top-k read the logits as they are when no bias or penalty
+     * changes them (NaN as -inf), without copying the vocabulary first:
+     * that copy was most of their time once the scans were fast. */
+    const bool adjusted = p->n_logit_bias > 0 || penalties_active(p);
+    if (adjusted) prepare(s, logits);
+    const float *x = adjusted ? s->work : logits;
     if (p->temperature <= 0) {
-        int best = 0;
-        for (int i = 1; i < s->n_vocab; i++)
-            if (s->work[i] > s->work[best]) best = i;
-        s->cand[0] = (candidate){best, s->work[best]};
+        const int best = argmax(x, s->n_vocab);
+        s->cand[0] = (candidate){best, isnan(x[best]) ? -INFINITY : x[best]};
         s->prob[0] = 1.0;
         return 1;
     }
     int n;
     bool top_p_done = false;
-    if (p->top_k > 0 && p->top_k < s->n_vocab) {
-        n = select_top(s, p->top_k);
+    const bool top_k = p->top_k > 0 && p->top_k < s->n_vocab;
+    if (!top_k && !adjusted) prepare(s, logits);
+    if (top_k) {
+        n = select_top(s, x, p->top_k);
     } else if (p->top_p < 1) {
         n = top_p_full(s);
         top_p_done = true;
