@@ -253,6 +253,35 @@ static void test_large_vocabulary(void) {
                            ks[k], err);
                 inf_sampler_free(s);
             }
+            /* top-p 0.5 and 0.9 with top-k off: most of this flat vocabulary,
+             * past the first 256 sorted (the radix sort's path) */
+            static const float top_ps[] = {0.5f, 0.9f};
+            for (size_t t = 0; t < sizeof top_ps / sizeof *top_ps && biased == 0; t++) {
+                p.temperature = 1;
+                p.top_k = 0;
+                p.top_p = top_ps[t];
+                p.min_p = 0;
+                s = make(V, &p);
+                inf_sampler_probs(s, lg, got);
+                const double max = isnan(lg[order[0]]) ? -INFINITY : lg[order[0]];
+                double all = 0, cum = 0, err = 0;
+                int keep = 0;
+                for (int i = 0; i < V; i++)
+                    if (!isnan(lg[i])) all += exp(lg[i] - max);
+                while (max > -INFINITY && keep < V && cum < top_ps[t]) cum += exp(lg[order[keep++]] - max) / all;
+                double kept_sum = 0;
+                for (int i = 0; i < keep; i++) kept_sum += exp(lg[order[i]] - max);
+                int kept = 0;
+                for (int i = 0; i < V && max > -INFINITY; i++) {
+                    const double want = i < keep ? exp(lg[order[i]] - max) / kept_sum : 0;
+                    err = fmax(err, fabs(got[order[i]] - want));
+                    kept += got[order[i]] > 0;
+                }
+                TEST_CHECK(max == -INFINITY || (keep > 256 && kept == keep && err <= 1e-7),
+                           "round %d top-p %.1f: kept %d of %d expected, largest probability error %g", round,
+                           (double)top_ps[t], kept, keep, err);
+                inf_sampler_free(s);
+            }
         }
     }
     free(lg);
