@@ -302,9 +302,9 @@ static int top_p_full(inf_sampler *s) {
 
 /* The first index of x's maximum, NaN counting as -inf (0 when all are
  * NaN or -inf): the maximum in four independent lanes, then where it first
- * occurs. (Comparing each element
- * with x[best], reloaded by the index just chosen, chained every step on
- * the last: greedy over 151936 logits took 206 us, Zen 5.) */
+ * occurs. (Comparing each element with x[best], reloaded by the index just
+ * chosen, chained every step on the last: greedy over 151936 logits took
+ * 206 us, Zen 5.) */
 static int argmax(const float *x, int n) {
     float m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
     int i = 0;
