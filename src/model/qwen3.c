@@ -89,40 +89,22 @@ size_t qwen3_kv_bytes(const inf_model *m, int block_size, int n_blocks, int run_
     return inf_kv_type_bytes(m->opt.kv_type, elems);
 }
 
-/* Calls fn(backend, dst, src, bytes) for each head's rows of block dst_block
- * (and src_block) in both caches, every layer: a range per layer and head. */
-static void for_block_ranges(const inf_model *m, const qwen3_kv *kv, int32_t dst_block, int32_t src_block,
-                             void (*fn)(const inf_ops *b, char *dst, const char *src, size_t bytes)) {
-    const inf_kv_type type = m->opt.kv_type;
-    const size_t bytes = inf_kv_type_bytes(type, (size_t)kv->block_size * (size_t)m->cfg.head_dim);
-    const int32_t table[2] = {dst_block, src_block};
-    for (int half = 0; half < 2; half++)
-        for (int l = 0; l < m->cfg.n_layer; l++) {
-            const inf_kv_view dst = qwen3_kv_view(m, kv, half ? kv->v : kv->k, l, &table[0]);
-            const inf_kv_view src = qwen3_kv_view(m, kv, half ? kv->v : kv->k, l, &table[1]);
-            for (int h = 0; h < m->cfg.n_head_kv; h++)
-                fn(m->backend, (char *)dst.data + inf_kv_type_bytes(type, inf_kv_elem(&dst, 0, h)),
-                   (const char *)src.data + inf_kv_type_bytes(type, inf_kv_elem(&src, 0, h)), bytes);
-        }
-}
-
-static void prefault_range(const inf_ops *b, char *dst, const char *src, size_t bytes) {
-    (void)src;
-    b->buffer_prefault(b, dst, bytes);
-}
-
-static void copy_range(const inf_ops *b, char *dst, const char *src, size_t bytes) {
-    (void)b;
-    memcpy(dst, src, bytes);
-}
-
 void qwen3_kv_prefault(const inf_model *m, const qwen3_kv *kv, int first, int count) {
-    if (!m->backend->buffer_prefault) return;
-    for (int32_t block = first; block < first + count; block++) for_block_ranges(m, kv, block, block, prefault_range);
+    for (int32_t block = first; block < first + count; block++) /* its rows, as a table of one block */
+        qwen3_kv_prefault_positions(m, kv, &block, 0, kv->block_size);
 }
 
 void qwen3_kv_copy_block(const inf_model *m, const qwen3_kv *kv, int32_t dst, int32_t src) {
-    for_block_ranges(m, kv, dst, src, copy_range);
+    const inf_kv_type type = m->opt.kv_type;
+    const size_t bytes = inf_kv_type_bytes(type, (size_t)kv->block_size * (size_t)m->cfg.head_dim);
+    for (int half = 0; half < 2; half++)
+        for (int l = 0; l < m->cfg.n_layer; l++) {
+            const inf_kv_view to = qwen3_kv_view(m, kv, half ? kv->v : kv->k, l, &dst);
+            const inf_kv_view from = qwen3_kv_view(m, kv, half ? kv->v : kv->k, l, &src);
+            for (int h = 0; h < m->cfg.n_head_kv; h++) /* a head's rows of a block lie together */
+                memcpy((char *)to.data + inf_kv_type_bytes(type, inf_kv_elem(&to, 0, h)),
+                       (const char *)from.data + inf_kv_type_bytes(type, inf_kv_elem(&from, 0, h)), bytes);
+        }
 }
 
 void qwen3_kv_prefault_positions(const inf_model *m, const qwen3_kv *kv, const int32_t *blocks, int p0, int p1) {
