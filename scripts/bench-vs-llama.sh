@@ -305,9 +305,15 @@ tmp=$(mktemp)
 errf=$(mktemp)
 trap 'rm -f "$tmp" "$errf"' EXIT
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo none)
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-printf '{"kind": "meta", "date_utc": "%s", "git": "%s", "cpu": "%s", "cores_online": %s, "rounds": %s, "reps": %s, "kv_type": "%s", "load": "%s", "parallel": "%s", "par_steps": %s, "par_depth": %s, "parallel_only": %s}\n' \
-    "$stamp" "$rev" "$cpu" "$(nproc)" "$rounds" "$reps" "$kv" "$llama_load" "$par_list" "$par_steps" "$par_depth" \
+# The model name alone ("AMD EPYC") does not tell Zen 3 from Zen 5: the
+# family and model numbers do, and the AMX flag tells which Xeon path ran.
+cpuinfo_field() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo | head -n 1; }
+cpu=$(cpuinfo_field 'model name')
+cpu_family=$(cpuinfo_field 'cpu family')
+cpu_model=$(cpuinfo_field 'model')
+if grep -q -m 1 '^flags.* amx_tile' /proc/cpuinfo; then cpu_amx=true; else cpu_amx=false; fi
+printf '{"kind": "meta", "date_utc": "%s", "git": "%s", "cpu": "%s", "cpu_family": "%s", "cpu_model": "%s", "cpu_amx": %s, "cores_online": %s, "rounds": %s, "reps": %s, "kv_type": "%s", "load": "%s", "parallel": "%s", "par_steps": %s, "par_depth": %s, "parallel_only": %s}\n' \
+    "$stamp" "$rev" "$cpu" "$cpu_family" "$cpu_model" "$cpu_amx" "$(nproc)" "$rounds" "$reps" "$kv" "$llama_load" "$par_list" "$par_steps" "$par_depth" \
     "$([ $par_only -eq 1 ] && echo true || echo false)" >"$results"
 
 # run ENGINE MODEL THREADS ROUND: one bench run, its lines tagged and appended
