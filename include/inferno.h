@@ -703,7 +703,9 @@ inf_status inf_convert_checkpoint(const char *dir, const char *out_path, const i
 /* Measures the machine's sequential read bandwidth in GB/s (1e9 bytes/s),
  * the ceiling of memory-bound decode: n_threads threads each sum their own
  * slice of a buffer of `bytes` (advised to huge pages, as packed weights
- * are) with plain 64-bit loads, pages written first; the best of 8 passes. Use a buffer far beyond the caches
+ * are), pages written first; 16 passes, a plain C loop and (where the CPU
+ * has AVX-512) a 64-byte-load loop taking turns, the best pass of either
+ * counts. Use a buffer far beyond the caches
  * (1 GiB: about a second, and 1 GiB of resident memory while it runs).
  * bytes must be at least 1 MiB. */
 inf_status inf_measure_read_bandwidth(int n_threads, size_t bytes, double *gb_s, inf_error *err);

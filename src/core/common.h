@@ -49,6 +49,11 @@ void inf_release_pages(const void *p, size_t n);
  * by the reads once p is far larger than the caches (bandwidth.c; the
  * decode_ceiling bench reads weights with it too). */
 uint64_t inf_sum_words(const uint64_t *p, size_t n);
+#if defined(__x86_64__)
+/* The same sum by one 64-byte load and add a step (bandwidth.c's second
+ * loop); only where the CPU has AVX-512F. */
+uint64_t inf_sum_words_avx512(const uint64_t *p, size_t n);
+#endif
 
 /* Advises the whole pages inside [p, p + n) to be backed by huge pages
  * (MADV_HUGEPAGE: fewer page faults while filling them, fewer TLB misses
