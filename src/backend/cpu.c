@@ -33,6 +33,7 @@
 #include "backend/cpu.h"
 
 #include "backend/kernels.h"
+#include "backend/stream_tuner.h"
 #include "core/common.h"
 #include "core/dtype.h"
 #include "core/pool.h"
@@ -42,6 +43,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -188,6 +190,7 @@ typedef struct cpu_backend {
     size_t rope_cap;    /* tokens */
     int rope_n_tok, rope_head_dim;
     inf_rope rope;      /* the frequencies it was computed with */
+    stream_tuner tuner; /* the packed kernels' prefetch hint (hints < 2: none to choose) */
 } cpu_backend;
 
 /* The backend came from inf_ops_cpu_new (non-const storage). */
@@ -413,6 +416,29 @@ static int64_t range_align(const cpu_backend *c, int n) {
     return n >= c->k->gemm_min_tokens ? c->k->gemm_rows : 16;
 }
 
+enum { STREAM_TUNE_MAX_TOKENS = 16 }; /* decode-sized products: the stream is their cost */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* run_ranges over a product of packed weights (`bytes` of them). A
+ * decode-sized one runs with the stream tuner's hint and is timed for it
+ * (stream_tuner.h); a longer prompt's runs with the hint last chosen. */
+static void run_packed(cpu_backend *c, int n, int64_t rows, size_t row_bytes, double bytes, range_fn fn, void *ctx,
+                       double work) {
+    if (c->tuner.hints < 2 || n > STREAM_TUNE_MAX_TOKENS) {
+        run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work);
+        return;
+    }
+    c->k->stream_hint_set(stream_tuner_hint(&c->tuner));
+    const double start = now_s();
+    run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work);
+    stream_tuner_record(&c->tuner, bytes, now_s() - start);
+}
+
 /* Whether w was packed at load for this ISA's gemm (kernels.h pack_rows):
  * then every product of it runs there (Q8_0 and Q4_0 on activations
  * prepared as Q8_0's, Q4_K on its own). */
@@ -499,7 +525,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
     prepare_act(&j);
 
     if (packed) {
-        run_ranges(c, w->rows, w->row_bytes, range_align(c, n), packed_rows, &j, work);
+        run_packed(c, n, w->rows, w->row_bytes, (double)w->rows * (double)w->row_bytes, packed_rows, &j, work);
         return;
     }
     if (j.gemm) {
@@ -607,9 +633,14 @@ static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, in
     prepare_act(&prep);
     group_job j = {.c = c, .w = w, .y = y, .count = count, .act = prep.act};
     for (int i = 0; i < count; i++) j.total_rows += w[i]->rows;
-    run_ranges(c, j.total_rows, w[0]->row_bytes, packed ? range_align(c, n) : 16,
-               packed ? gemm_group_rows : matvec_group_rows, &j,
-               (double)j.total_rows * (double)w[0]->cols * n);
+    const double work = (double)j.total_rows * (double)w[0]->cols * n;
+    if (packed) {
+        double bytes = 0;
+        for (int i = 0; i < count; i++) bytes += (double)w[i]->rows * (double)w[i]->row_bytes;
+        run_packed(c, n, j.total_rows, w[0]->row_bytes, bytes, gemm_group_rows, &j, work);
+    } else {
+        run_ranges(c, j.total_rows, w[0]->row_bytes, 16, matvec_group_rows, &j, work);
+    }
 }
 
 /* ------------------------------------------------------------------ reading ahead */
@@ -1240,6 +1271,10 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
     c->tmp = calloc((size_t)n_threads, sizeof *c->tmp);
     c->slots = inf_alloc_aligned((size_t)n_threads * sizeof *c->slots);
     c->ahead = inf_alloc_aligned((size_t)n_threads * sizeof *c->ahead);
+    if (c->k && c->k->stream_hints > 1 && c->k->stream_hint_set && c->k->stream_hint_initial)
+        stream_tuner_init(&c->tuner, c->k->stream_hints, c->k->stream_hint_initial());
+    else
+        stream_tuner_init(&c->tuner, 1, 0);
     if (!c->pool || !c->tmp || !c->slots || !c->ahead) {
         inf_ops_cpu_free(&c->ops);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for %d threads", n_threads);

@@ -126,6 +126,16 @@ typedef struct inf_kernels {
     size_t (*packed_bytes)(const inf_weight *w);
     void (*pack_rows)(const inf_weight *w, int64_t r0, int64_t r1, void *dst);
     int packed_format;
+    /* Ways of reading packed weights ahead (software prefetch hints), all
+     * with the same results: stream_hints of them (below 2: nothing to
+     * choose); stream_hint_initial is the one to start with and
+     * stream_hint_set picks one for the products that follow, process-wide
+     * (two models tuning at once in one process share it: their results
+     * do not change, only how fast they read). cpu.c times decode products
+     * under each (stream_tuner.h). */
+    int stream_hints;
+    int (*stream_hint_initial)(void);
+    void (*stream_hint_set)(int hint);
     /* The GGUF block types (Q4_0 ... IQ4_XS, core/quant.h) this ISA's matvec
      * takes; NULL: none. For those, act_row_bytes / act_prepare give
      * inf_quant_act_bytes rounded up to 64 / inf_quant_act_row (the blocks of

@@ -945,8 +945,8 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
     const size_t gbytes = packed ? inf_x86_packed_group_bytes(w->type, w->cols) : round64(group_bytes(w->type, w->cols));
     const size_t tb = token_bytes(act_type, w->cols);
     const int n_groups = (int)((r1 - r0 + GROUP - 1) / GROUP);
-    const bool amd = inf_x86_cpu_is_amd();
-    const int q4_ahead = amd ? Q4_PACKED_PREFETCH_AMD : Q4_PACKED_PREFETCH_INTEL;
+    const int q4_ahead = inf_x86_cpu_is_amd() ? Q4_PACKED_PREFETCH_AMD : Q4_PACKED_PREFETCH_INTEL;
+    const bool nta = inf_x86_weights_nta();
     if (packed) {
         pack = (char *)w->packed + (size_t)(r0 / GROUP) * gbytes;
     } else {
@@ -960,7 +960,7 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
         for (int g = 0; g < n_groups; g++) {
             const int64_t r = r0 + (int64_t)g * GROUP;
             run_tile(w->type, (const char *)pack + g * gbytes, tile, w->cols, nt, y + (size_t)t0 * y_stride + (size_t)r,
-                     y_stride, tail_mask(INF_MIN(GROUP, r1 - r)), q4_ahead, amd);
+                     y_stride, tail_mask(INF_MIN(GROUP, r1 - r)), q4_ahead, nta);
         }
     }
 }

@@ -1179,7 +1179,7 @@ static void kquant_packed_panel(const inf_weight *w, const inf_act *a, int64_t r
     const char *src = (const char *)w->packed + (size_t)(r0 / QG_ROWS) * gbytes, *act = a->data;
     const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
     const int ahead_first = packed_prefetch_blocks(w->type);
-    const bool nta = inf_x86_cpu_is_amd();
+    const bool nta = inf_x86_weights_nta();
     for (int t0 = 0; t0 < a->n; t0 += PK_TOKENS) {
         const int nt = INF_MIN(PK_TOKENS, a->n - t0);
         const int ahead = t0 == 0 ? ahead_first : 0; /* later passes find the panel in L2 */

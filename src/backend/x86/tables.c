@@ -28,6 +28,17 @@ bool inf_x86_cpu_is_amd(void) {
     return amd;
 }
 
+static _Atomic int weight_hint = -1; /* an INF_X86_HINT_*, -1 until set */
+
+static int weight_hint_initial(void) { return inf_x86_cpu_is_amd() ? INF_X86_HINT_NTA : INF_X86_HINT_L2; }
+
+static void weight_hint_set(int hint) { atomic_store_explicit(&weight_hint, hint, memory_order_relaxed); }
+
+bool inf_x86_weights_nta(void) {
+    const int hint = atomic_load_explicit(&weight_hint, memory_order_relaxed);
+    return (hint < 0 ? weight_hint_initial() : hint) == INF_X86_HINT_NTA;
+}
+
 /* The x86 gemms take every weight type (the block types: quant_*.c). */
 static bool gemm_takes_all(inf_dtype type) {
     (void)type;
@@ -83,7 +94,10 @@ static const inf_kernels avx2_table = {
     .swiglu = inf_avx512_swiglu,                                                \
     .add = inf_avx512_add,                                                      \
     .f32_to_f16 = inf_avx512_f32_to_f16,                                        \
-    .quantize_row_q8_0 = inf_avx512_quantize_row_q8_0
+    .quantize_row_q8_0 = inf_avx512_quantize_row_q8_0,                         \
+    .stream_hints = INF_X86_HINTS,                                              \
+    .stream_hint_initial = weight_hint_initial,                                 \
+    .stream_hint_set = weight_hint_set
 
 static const inf_kernels avx512_table = {
     .name = "avx512",

@@ -34,15 +34,17 @@ static inline __attribute__((always_inline)) void inf_avx512_store_tile_sums(flo
     }
 }
 
-/* One line of a weight stream read ahead by software prefetch: on AMD
- * (nta) non-temporal, elsewhere into L2. Zen 5 (EPYC VM), Qwen3-0.6B
+/* One line of a weight stream read ahead by software prefetch: nta
+ * non-temporal, else into L2 (inf_x86_weights_nta: chosen by timing, the
+ * stream tuner of cpu.c; before it has timed anything NTA on AMD). Zen 5 (EPYC VM), Qwen3-0.6B
  * decode, 2 threads, the same binary toggled, alternating rounds: NTA
  * instead of T1 gave Q4_K_M 104-107 -> 125-133 tok/s, Q6_K +8-20%,
  * Q5_K_M +11-17%, IQ4_XS +11-17%, Q8_0 +3-28%, Q4_0 better in 5 of 6
  * rounds; prefill 511 and batched decode of 4 and 16 sequences level.
  * The weights, read once a token, then pass the caches without evicting
- * the KV rows, activations and the next product's front into L3. Intel
- * keeps T1 (not measured there). */
+ * the KV rows, activations and the next product's front into L3. In
+ * another state of the same host type (2026-12-07) L2 read 20-43% faster,
+ * which is why the hint is now chosen by timing (backend/stream_tuner.h). */
 static inline __attribute__((always_inline)) void inf_avx512_prefetch_weights(const void *p, bool nta) {
     if (nta) _mm_prefetch((const char *)p, _MM_HINT_NTA);
     else _mm_prefetch((const char *)p, _MM_HINT_T1);

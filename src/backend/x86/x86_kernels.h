@@ -15,6 +15,13 @@
  * later calls read the kept answer. Thread-safe. */
 bool inf_x86_cpu_is_amd(void);
 
+/* How the packed kernels read their weights ahead: non-temporally
+ * (PREFETCHNTA) or into L2 (PREFETCHT1), the stream hints of the avx512
+ * tables (kernels.h): INF_X86_HINT_NTA or INF_X86_HINT_L2, set by cpu.c's
+ * stream tuner; until then NTA on AMD, L2 elsewhere. Thread-safe. */
+enum { INF_X86_HINT_L2 = 0, INF_X86_HINT_NTA = 1, INF_X86_HINTS = 2 };
+bool inf_x86_weights_nta(void);
+
 /* Weight rows per gemm task and query tokens per prefill attention task. */
 enum { INF_X86_GEMM_ROWS = 64, INF_X86_ATTN_BLOCK = 32 };
 
