@@ -5,7 +5,7 @@
  *
  * Why: on the Zen 5 VM the better hint changed with the host's state. On
  * 2026-12-05 non-temporal prefetch read Q4_K_M 0.6B decode at 125-133
- * tok/s against 104-107 with prefetch into L2; on 2026-12-07 at 08:30, in
+ * tok/s against 104-107 with prefetch into L2; on 2026-12-07 at about 08:05, in
  * another state of the same host type, NTA gave 82-84 and L2 119-120 (Q4_0:
  * 87-102 against 110-120), and NTA then read no faster than no prefetch at
  * all. Every hint gives the same results, so the choice is free to change
