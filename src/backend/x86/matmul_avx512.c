@@ -831,7 +831,8 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
         const float *dx = (const float *)(tb + 32 * NT);
         const int32_t *sx = (const int32_t *)(tb + 36 * NT);
         /* the stream Q8_PACKED_PREFETCH (Q4_0: q4_ahead) blocks ahead
-         * (past the group's end: the next group), non-temporally on AMD */
+         * (past the group's end: the next group), with the tuned hint
+         * (inf_x86_weights_nta) */
         const int64_t ahead = b + (T == INF_DTYPE_Q8_0 ? Q8_PACKED_PREFETCH : q4_ahead);
         _Pragma("GCC unroll 8")
         for (int line = 0; line < qb / 64; line++)

@@ -787,7 +787,7 @@ enum {
 };
 
 /* Super-blocks of a packed group read ahead by software prefetch (into
- * L2; on AMD non-temporally, inf_avx512_prefetch_weights), 0 for none, by
+ * L2, or non-temporally as tuned: inf_avx512_prefetch_weights), 0 for none, by
  * CPU. One 2 GiB matrix of 1024 columns, 1 token, 2 threads, in % of the
  * read bandwidth measured in the same run (before prefetching NTA):
  *   - Intel Xeon (Sapphire Rapids class): only Q6_K, the most work per

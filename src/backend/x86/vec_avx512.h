@@ -36,8 +36,9 @@ static inline __attribute__((always_inline)) void inf_avx512_store_tile_sums(flo
 
 /* One line of a weight stream read ahead by software prefetch: nta
  * non-temporal, else into L2 (inf_x86_weights_nta: chosen by timing, the
- * stream tuner of cpu.c; before it has timed anything NTA on AMD). Zen 5 (EPYC VM), Qwen3-0.6B
- * decode, 2 threads, the same binary toggled, alternating rounds: NTA
+ * stream tuner of cpu.c; before it has timed anything NTA on AMD). Zen 5
+ * (EPYC VM), Qwen3-0.6B decode, 2 threads, the same binary toggled,
+ * alternating rounds (2026-12-05): NTA
  * instead of T1 gave Q4_K_M 104-107 -> 125-133 tok/s, Q6_K +8-20%,
  * Q5_K_M +11-17%, IQ4_XS +11-17%, Q8_0 +3-28%, Q4_0 better in 5 of 6
  * rounds; prefill 511 and batched decode of 4 and 16 sequences level.
