@@ -97,7 +97,9 @@ __attribute__((target("avx512f"))) uint64_t inf_sum_words_avx512(const uint64_t 
     __m512i sum = _mm512_setzero_si512();
     size_t i = 0;
     for (; i + 8 <= n; i += 8) sum = _mm512_add_epi64(sum, _mm512_loadu_si512(p + i));
-    uint64_t s = (uint64_t)_mm512_reduce_add_epi64(sum);
+    uint64_t lanes[8], s = 0; /* not _mm512_reduce_add_epi64: it adds signed (UBSan: overflow) */
+    _mm512_storeu_si512(lanes, sum);
+    for (int lane = 0; lane < 8; lane++) s += lanes[lane];
     for (; i < n; i++) s += p[i];
     return s;
 }
