@@ -61,6 +61,8 @@ int main(void) {
     run_trial(&t, one_faster, 0);
     TEST_CHECK(t.trials == 2 && t.best == 1 && stream_tuner_hint(&t) == 1, "trials %lld, best %d",
                (long long)t.trials, t.best);
+    TEST_CHECK(t.wins[0] == 1 && t.wins[1] == 1, "trials won: %lld and %lld", (long long)t.wins[0],
+               (long long)t.wins[1]);
 
     test_begin("bad timings are not counted");
     stream_tuner_init(&t, 2, 0);

@@ -439,6 +439,20 @@ static void run_packed(cpu_backend *c, int n, int64_t rows, size_t row_bytes, do
     stream_tuner_record(&c->tuner, bytes, now_s() - start);
 }
 
+/* inf_ops.stream_report: "weight prefetch NTA (trials won: L2 1, NTA 6)". */
+static void cpu_stream_report(const inf_ops *self, char *buf, size_t n) {
+    const cpu_backend *c = cpu_of(self);
+    const stream_tuner *t = &c->tuner;
+    if (n == 0) return;
+    buf[0] = 0;
+    if (t->hints < 2 || !c->k->stream_hint_names) return;
+    size_t used = (size_t)snprintf(buf, n, "weight prefetch %s (trials won:", c->k->stream_hint_names[t->best]);
+    for (int h = 0; h < t->hints && used < n; h++)
+        used += (size_t)snprintf(buf + used, n - used, "%s %s %lld", h ? "," : "", c->k->stream_hint_names[h],
+                                 (long long)t->wins[h]);
+    if (used < n) snprintf(buf + used, n - used, ")");
+}
+
 /* Whether w was packed at load for this ISA's gemm (kernels.h pack_rows):
  * then every product of it runs there (Q8_0 and Q4_0 on activations
  * prepared as Q8_0's, Q4_K on its own). */
@@ -1291,6 +1305,7 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
         .matmul = cpu_matmul,
         .matmul_group = cpu_matmul_group,
         .matmul_ahead = cpu_matmul_ahead,
+        .stream_report = cpu_stream_report,
         .rmsnorm = cpu_rmsnorm,
         .rope_neox = cpu_rope_neox,
         .hadamard = cpu_hadamard,

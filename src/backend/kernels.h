@@ -134,6 +134,7 @@ typedef struct inf_kernels {
      * do not change, only how fast they read). cpu.c times decode products
      * under each (stream_tuner.h). */
     int stream_hints;
+    const char *const *stream_hint_names; /* [stream_hints], for reports */
     int (*stream_hint_initial)(void);
     void (*stream_hint_set)(int hint);
     /* The GGUF block types (Q4_0 ... IQ4_XS, core/quant.h) this ISA's matvec

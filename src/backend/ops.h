@@ -241,6 +241,11 @@ struct inf_ops {
      * first. A backend's idle threads may start reading the weights
      * meanwhile. A hint only: nothing computed depends on it. */
     void (*matmul_ahead)(const inf_ops *self, const inf_weight *const *w, int count, int n);
+    /* One line on how the kernels read their weights ahead as tuned so far
+     * (cpu.c's stream tuner: the hint in use, the trials each hint won),
+     * into buf[n]; "" where nothing is tuned. For traces (trace.c prints
+     * it). NULL: nothing to report. */
+    void (*stream_report)(const inf_ops *self, char *buf, size_t n);
 
     /* y[r] = x[r] * w / sqrt(mean(x[r]^2) + eps) for each of n_rows rows of
      * length dim; y may alias x. Used for the block norms (dim = n_embd)

@@ -53,6 +53,7 @@ void stream_tuner_record(stream_tuner *t, double bytes, double seconds) {
         }
     }
     t->trials++;
+    t->wins[t->best]++;
     t->next = t->best;
     t->exploit_bytes_left = trial_bytes * STREAM_EXPLOIT_FACTOR;
 }

@@ -40,6 +40,7 @@ typedef struct stream_tuner {
     double trial_bytes[STREAM_MAX_HINTS], trial_seconds[STREAM_MAX_HINTS];
     double exploit_bytes_left;       /* > 0: exploiting `best` */
     int64_t trials;                  /* trials finished */
+    int64_t wins[STREAM_MAX_HINTS];  /* trials each hint won */
 } stream_tuner;
 
 /* A tuner over `hints` hints (clamped to 1..STREAM_MAX_HINTS) that starts

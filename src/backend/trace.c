@@ -341,6 +341,11 @@ void inf_ops_trace_print(const inf_ops *traced, FILE *out) {
     }
     fprintf(out, "%-14s %9llu %11.3f %6.1f%%\n", "total", (unsigned long long)total_calls,
             (double)total_ns / 1e6, total_ns ? 100.0 : 0.0);
+    if (tr->inner->stream_report) {
+        char line[160] = "";
+        tr->inner->stream_report(tr->inner, line, sizeof line);
+        if (line[0]) fprintf(out, "%s\n", line);
+    }
 }
 
 void inf_ops_trace_free(inf_ops *traced) {

@@ -71,6 +71,16 @@ check "table: a pp5 row" 'grep -q "^  pp5 " "$tmp/table"'
 check "table: a tg2 @ d3 row" 'grep -q "^  tg2 @ d3 " "$tmp/table"'
 check "table: peak RSS" 'grep -q "peak RSS" "$tmp/table"'
 
+# --trace: the op table at exit; where the kernels have prefetch hints to
+# choose from (avx512), the line that says which one the tuner uses
+"$INFERNO" bench -m "$MODEL" -t 2 -p 5 -n 2 -d 3 -r 1 --bw-mib 0 --trace >"$tmp/trace" 2>&1
+check "--trace: the op table" 'grep -q "^op trace, backend " "$tmp/trace" && grep -q "^matmul " "$tmp/trace"'
+if grep -q "^op trace, backend avx512" "$tmp/trace"; then
+    check "--trace: the weight prefetch hint" 'grep -q "^weight prefetch \(NTA\|L2\) (trials won: L2 [0-9]*, NTA [0-9]*)$" "$tmp/trace"'
+fi
+INFERNO_ISA=ref "$INFERNO" bench -m "$MODEL" -t 2 -p 5 -n 2 -d 3 -r 1 --bw-mib 0 --trace >"$tmp/trace" 2>&1
+check "--trace, ref: no prefetch line" '! grep -q "^weight prefetch" "$tmp/trace"'
+
 # q8_0 KV cache (tiny-b: head_dim 64): named in the JSON, 34 bytes per 32 elements
 if "$INFERNO" bench -m tests/data/golden/tiny-b-f32.gguf -t 1 -p 4 -n 2 -d 3 -r 1 --bw-mib 0 --kv-type q8_0 --no-warmup \
     --json >"$tmp/q8" 2>"$tmp/err"; then

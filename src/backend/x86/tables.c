@@ -30,6 +30,8 @@ bool inf_x86_cpu_is_amd(void) {
 
 static _Atomic int weight_hint = -1; /* an INF_X86_HINT_*, -1 until set */
 
+static const char *const weight_hint_names[INF_X86_HINTS] = {"L2", "NTA"};
+
 static int weight_hint_initial(void) { return inf_x86_cpu_is_amd() ? INF_X86_HINT_NTA : INF_X86_HINT_L2; }
 
 static void weight_hint_set(int hint) { atomic_store_explicit(&weight_hint, hint, memory_order_relaxed); }
@@ -96,6 +98,7 @@ static const inf_kernels avx2_table = {
     .f32_to_f16 = inf_avx512_f32_to_f16,                                        \
     .quantize_row_q8_0 = inf_avx512_quantize_row_q8_0,                         \
     .stream_hints = INF_X86_HINTS,                                              \
+    .stream_hint_names = weight_hint_names,                                     \
     .stream_hint_initial = weight_hint_initial,                                 \
     .stream_hint_set = weight_hint_set
 
