@@ -104,12 +104,6 @@ enum {
 /* What a round times, in this order in round 0. */
 enum { KIND_PRODUCTS, KIND_STOLEN, KIND_WHOLE, KIND_WHOLE_NTA, KIND_ENGINE_PRODUCTS, KIND_DECODE, N_KINDS };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 typedef struct read_job {
     const uint64_t *words; /* the product's bytes, as words */
     size_t n_words;
@@ -242,9 +236,9 @@ static int print_product_sizes(const inf_model *m, double bw) {
                 const int64_t r0 = (i * 7919) % count * n; /* 7919 is prime: every slice once */
                 if (packed) w.packed = (const char *)head->packed + (size_t)(r0 / 16) * bytes_per_16_rows;
                 else w.data = (const char *)head->data + (size_t)r0 * head->row_bytes;
-                const double t0 = now_s();
+                const double t0 = inf_monotonic_s();
                 ops->matmul(ops, &w, x, 1, 1, y, scratch);
-                seconds += now_s() - t0;
+                seconds += inf_monotonic_s() - t0;
                 done++;
             }
         const double gbs = (double)slice_bytes * (double)done / seconds / 1e9;
@@ -389,7 +383,7 @@ int main(int argc, char **argv) {
              * while after their last job (core/pool.c): let them sleep
              * first, or they share the cores with this kind's threads */
             nanosleep(&(struct timespec){.tv_nsec = SETTLE_NS}, NULL);
-            double t0 = now_s();
+            double t0 = inf_monotonic_s();
             if (kind == KIND_PRODUCTS || kind == KIND_STOLEN) {
                 size_t off = 0;
                 j.nta = false;
@@ -421,7 +415,7 @@ int main(int argc, char **argv) {
                     fprintf(stderr, "decode_ceiling: %s\n", err.msg);
                     return 1;
                 }
-                t0 = now_s();
+                t0 = inf_monotonic_s();
                 for (int i = 0; i < decode_tokens; i++) {
                     const int32_t token = 200 + i;
                     if (inf_session_eval(session, &token, 1, INF_LOGITS_LAST, logits, &err) != INF_OK) {
@@ -430,7 +424,7 @@ int main(int argc, char **argv) {
                     }
                 }
             }
-            t[kind][r] = (now_s() - t0) / (kind == KIND_DECODE || kind == KIND_ENGINE_PRODUCTS ? decode_tokens : 1);
+            t[kind][r] = (inf_monotonic_s() - t0) / (kind == KIND_DECODE || kind == KIND_ENGINE_PRODUCTS ? decode_tokens : 1);
         }
     }
     inf_measure_read_bandwidth(threads, (size_t)1 << 30, &bw_after, &err);

@@ -43,7 +43,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -418,12 +417,6 @@ static int64_t range_align(const cpu_backend *c, int n) {
 
 enum { STREAM_TUNE_MAX_TOKENS = 16 }; /* decode-sized products: the stream is their cost */
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* run_ranges over a product of packed weights (`bytes` of them). A
  * decode-sized one runs with the stream tuner's hint and is timed for it
  * (stream_tuner.h); a longer prompt's runs with the hint last chosen. */
@@ -434,9 +427,9 @@ static void run_packed(cpu_backend *c, int n, int64_t rows, size_t row_bytes, do
         return;
     }
     c->k->stream_hint_set(stream_tuner_hint(&c->tuner));
-    const double start = now_s();
+    const double start = inf_monotonic_s();
     run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work);
-    stream_tuner_record(&c->tuner, bytes, now_s() - start);
+    stream_tuner_record(&c->tuner, bytes, inf_monotonic_s() - start);
 }
 
 /* inf_ops.stream_report: "weight prefetch NTA (trials won: L2 1, NTA 6)". */

@@ -4,6 +4,7 @@
  */
 #include "backend/stream_tuner.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 static void start_trial(stream_tuner *t) {
@@ -22,10 +23,10 @@ void stream_tuner_init(stream_tuner *t, int hints, int initial) {
 }
 
 /* Whether every hint has read enough in this trial. */
-static int trial_done(const stream_tuner *t) {
+static bool trial_done(const stream_tuner *t) {
     for (int h = 0; h < t->hints; h++)
-        if (t->trial_products[h] < STREAM_TRIAL_PRODUCTS || t->trial_bytes[h] < STREAM_TRIAL_BYTES) return 0;
-    return 1;
+        if (t->trial_products[h] < STREAM_TRIAL_PRODUCTS || t->trial_bytes[h] < STREAM_TRIAL_BYTES) return false;
+    return true;
 }
 
 void stream_tuner_record(stream_tuner *t, double bytes, double seconds) {

@@ -35,7 +35,6 @@
 
 #include <pthread.h>
 #include <string.h>
-#include <time.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -68,12 +67,6 @@ typedef struct bw_worker {
     bw_shared *shared;
     int index;
 } bw_worker;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 uint64_t inf_sum_words(const uint64_t *p, size_t n) {
     uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
@@ -155,10 +148,10 @@ static void *bw_thread(void *arg) {
     uint64_t total = 0;
     for (int pass = 0; pass < BW_PASSES; pass++) {
         pthread_barrier_wait(&sh->barrier);
-        double t0 = now_s();
+        double t0 = inf_monotonic_s();
         total += sum_with(pass % sh->n_loops, sh->words + begin, end - begin);
         pthread_barrier_wait(&sh->barrier);
-        if (w->index == 0) sh->pass_s[pass] = now_s() - t0;
+        if (w->index == 0) sh->pass_s[pass] = inf_monotonic_s() - t0;
     }
     __atomic_fetch_add(&sh->sink, total, __ATOMIC_RELAXED);
     return NULL;

@@ -45,6 +45,9 @@ void inf_free_aligned(void *p);
  * are touched, anonymous memory reads zeros. */
 void inf_release_pages(const void *p, size_t n);
 
+/* Seconds on CLOCK_MONOTONIC, for timing spans. Thread-safe. */
+double inf_monotonic_s(void);
+
 /* The sum of words p[0 .. n), eight accumulators: a loop that is bound
  * by the reads once p is far larger than the caches (bandwidth.c; the
  * decode_ceiling bench reads weights with it too). */
