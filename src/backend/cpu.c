@@ -417,11 +417,10 @@ static int64_t range_align(const cpu_backend *c, int n) {
 
 enum { STREAM_TUNE_MAX_TOKENS = 16 }; /* decode-sized products: the stream is their cost */
 
-/* run_ranges over a product of packed weights (`bytes` of them). A
+/* run_ranges over a product of packed weights, `rows` of row_bytes. A
  * decode-sized one runs with the stream tuner's hint and is timed for it
  * (stream_tuner.h); a longer prompt's runs with the hint last chosen. */
-static void run_packed(cpu_backend *c, int n, int64_t rows, size_t row_bytes, double bytes, range_fn fn, void *ctx,
-                       double work) {
+static void run_packed(cpu_backend *c, int n, int64_t rows, size_t row_bytes, range_fn fn, void *ctx, double work) {
     if (c->tuner.hints < 2 || n > STREAM_TUNE_MAX_TOKENS) {
         run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work);
         return;
@@ -429,7 +428,7 @@ static void run_packed(cpu_backend *c, int n, int64_t rows, size_t row_bytes, do
     c->k->stream_hint_set(stream_tuner_hint(&c->tuner));
     const double start = inf_monotonic_s();
     run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work);
-    stream_tuner_record(&c->tuner, bytes, inf_monotonic_s() - start);
+    stream_tuner_record(&c->tuner, (double)rows * (double)row_bytes, inf_monotonic_s() - start);
 }
 
 /* inf_ops.stream_report: "weight prefetch NTA (trials won: L2 1, NTA 6)". */
@@ -532,7 +531,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
     prepare_act(&j);
 
     if (packed) {
-        run_packed(c, n, w->rows, w->row_bytes, (double)w->rows * (double)w->row_bytes, packed_rows, &j, work);
+        run_packed(c, n, w->rows, w->row_bytes, packed_rows, &j, work);
         return;
     }
     if (j.gemm) {
@@ -641,13 +640,9 @@ static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, in
     group_job j = {.c = c, .w = w, .y = y, .count = count, .act = prep.act};
     for (int i = 0; i < count; i++) j.total_rows += w[i]->rows;
     const double work = (double)j.total_rows * (double)w[0]->cols * n;
-    if (packed) {
-        double bytes = 0;
-        for (int i = 0; i < count; i++) bytes += (double)w[i]->rows * (double)w[i]->row_bytes;
-        run_packed(c, n, j.total_rows, w[0]->row_bytes, bytes, gemm_group_rows, &j, work);
-    } else {
-        run_ranges(c, j.total_rows, w[0]->row_bytes, 16, matvec_group_rows, &j, work);
-    }
+    /* group_shared: every weight of the group has w[0]'s row_bytes */
+    if (packed) run_packed(c, n, j.total_rows, w[0]->row_bytes, gemm_group_rows, &j, work);
+    else run_ranges(c, j.total_rows, w[0]->row_bytes, 16, matvec_group_rows, &j, work);
 }
 
 /* ------------------------------------------------------------------ reading ahead */
