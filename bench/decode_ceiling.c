@@ -78,6 +78,7 @@
 #include "backend/ops.h"
 #include "core/common.h"
 #include "core/pool.h"
+#include "core/shares.h"
 #include "inferno.h"
 #include "io/gguf.h"
 #include "model/model.h"
@@ -110,8 +111,7 @@ typedef struct read_job {
     int tasks;
     bool nta;                   /* prefetch non-temporally ahead of the loads */
     uint64_t sums[MAX_THREADS]; /* per task, kept so the loads stay */
-    /* stolen: each task's share, next << 32 | end, in grains */
-    _Alignas(64) _Atomic uint64_t shares[MAX_THREADS];
+    inf_share shares[MAX_THREADS]; /* stolen: each task's share, in grains */
 } read_job;
 
 /* The plain reads' loop (see the header comment), chosen in main. */
@@ -139,29 +139,12 @@ static void read_task(void *ctx, int task, int thread) {
     j->sums[task] += s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
 
-/* Claims grains of a share as run_ranges does (cpu.c claim_grains): half
- * of what is left from the front (its owner), or from the back. */
-static bool claim(_Atomic uint64_t *share, bool front, uint32_t *lo, uint32_t *hi) {
-    uint64_t v = atomic_load_explicit(share, memory_order_relaxed);
-    for (;;) {
-        const uint32_t next = (uint32_t)(v >> 32), end = (uint32_t)v;
-        if (next >= end) return false;
-        const uint32_t left = end - next, take = front ? (left + 1) / 2 : (left / 2 ? left / 2 : 1);
-        const uint64_t claimed = front ? (uint64_t)(next + take) << 32 | end : (uint64_t)next << 32 | (end - take);
-        if (atomic_compare_exchange_weak_explicit(share, &v, claimed, memory_order_relaxed, memory_order_relaxed)) {
-            *lo = front ? next : end - take;
-            *hi = front ? next + take : end;
-            return true;
-        }
-    }
-}
-
 static void stolen_task(void *ctx, int task, int thread) {
     (void)thread;
     read_job *j = ctx;
     for (int d = 0; d < j->tasks; d++) {
         uint32_t lo, hi;
-        while (claim(&j->shares[(task + d) % j->tasks], d == 0, &lo, &hi)) {
+        while (inf_share_claim(&j->shares[(task + d) % j->tasks], d == 0, &lo, &hi)) {
             const size_t a = (size_t)lo * GRAIN_WORDS, b = (size_t)hi * GRAIN_WORDS;
             j->sums[task] += sum_words(j->words + a, (b < j->n_words ? b : j->n_words) - a);
         }
@@ -395,10 +378,8 @@ int main(int argc, char **argv) {
                     } else {
                         const uint64_t grains = (j.n_words + GRAIN_WORDS - 1) / GRAIN_WORDS;
                         for (int k = 0; k < threads; k++)
-                            atomic_store_explicit(&j.shares[k],
-                                                  grains * (uint64_t)k / (uint64_t)threads << 32 |
-                                                      grains * (uint64_t)(k + 1) / (uint64_t)threads,
-                                                  memory_order_relaxed);
+                            inf_share_set(&j.shares[k], (uint32_t)(grains * (uint64_t)k / (uint64_t)threads),
+                                          (uint32_t)(grains * (uint64_t)(k + 1) / (uint64_t)threads));
                         inf_pool_run(pool, threads, stolen_task, &j);
                     }
                     off += bytes[i];

@@ -2,15 +2,68 @@
  * test_bandwidth.c — inf_measure_read_bandwidth: a small buffer gives a
  * finite positive figure with one and with several threads; bad arguments
  * are INF_ERR_INVALID with a message; its AVX-512 summing loop gives the C
- * loop's sums at ragged lengths and offsets. (No figure is asserted: tests
- * never assert speed.)
+ * loop's sums at ragged lengths and offsets; the shares it (and the
+ * decode products) split reads into hand out every unit exactly once,
+ * however threads claim them. (No figure is asserted: tests never assert
+ * speed.)
  */
 #include "core/common.h"
+#include "core/shares.h"
 #include "harness.h"
 #include "inferno.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
+
+enum { SHARE_THREADS = 3, SHARE_UNITS_MAX = 1000 };
+
+typedef struct share_run {
+    inf_share shares[SHARE_THREADS];
+    _Atomic int claimed[SHARE_UNITS_MAX]; /* times each unit was handed out */
+    pthread_barrier_t start;
+} share_run;
+
+typedef struct share_thread {
+    share_run *run;
+    int index;
+} share_thread;
+
+/* As bandwidth.c and cpu.c claim: the own share from the front, then the
+ * others' from the back. */
+static void *claim_all(void *arg) {
+    share_thread *t = arg;
+    pthread_barrier_wait(&t->run->start);
+    for (int d = 0; d < SHARE_THREADS; d++) {
+        uint32_t lo, hi;
+        while (inf_share_claim(&t->run->shares[(t->index + d) % SHARE_THREADS], d == 0, &lo, &hi))
+            for (uint32_t u = lo; u < hi; u++) atomic_fetch_add(&t->run->claimed[u], 1);
+    }
+    return NULL;
+}
+
+/* Units [0, units) in SHARE_THREADS shares, claimed by as many threads;
+ * true when each unit went out once. */
+static bool shares_cover(uint32_t units) {
+    static share_run run;
+    memset(&run, 0, sizeof run);
+    for (int i = 0; i < SHARE_THREADS; i++)
+        inf_share_set(&run.shares[i], units * (uint32_t)i / SHARE_THREADS, units * (uint32_t)(i + 1) / SHARE_THREADS);
+    pthread_barrier_init(&run.start, NULL, SHARE_THREADS);
+    pthread_t threads[SHARE_THREADS];
+    share_thread args[SHARE_THREADS];
+    for (int i = 1; i < SHARE_THREADS; i++) {
+        args[i] = (share_thread){&run, i};
+        pthread_create(&threads[i], NULL, claim_all, &args[i]);
+    }
+    args[0] = (share_thread){&run, 0};
+    claim_all(&args[0]);
+    for (int i = 1; i < SHARE_THREADS; i++) pthread_join(threads[i], NULL);
+    pthread_barrier_destroy(&run.start);
+    for (uint32_t u = 0; u < SHARE_UNITS_MAX; u++)
+        if (atomic_load(&run.claimed[u]) != (u < units ? 1 : 0)) return false;
+    return true;
+}
 
 int main(void) {
     inf_error err = {0};
@@ -44,6 +97,24 @@ int main(void) {
         printf("  (no AVX-512F here: skipped)\n");
     }
 #endif
+
+    test_begin("shares hand out every unit once");
+    {
+        static const uint32_t units[] = {0, 1, 2, 3, 7, 64, 301, SHARE_UNITS_MAX};
+        for (int rep = 0; rep < 20; rep++)
+            for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+                TEST_CHECK(shares_cover(units[i]), "%u units, round %d", units[i], rep);
+        inf_share one;
+        uint32_t lo, hi;
+        inf_share_set(&one, 10, 17);
+        TEST_CHECK(inf_share_claim(&one, true, &lo, &hi) && lo == 10 && hi == 14, "front half rounded up: [%u, %u)", lo,
+                   hi);
+        TEST_CHECK(inf_share_claim(&one, false, &lo, &hi) && lo == 16 && hi == 17, "back half rounded down: [%u, %u)",
+                   lo, hi);
+        TEST_CHECK(inf_share_claim(&one, false, &lo, &hi) && lo == 15 && hi == 16, "at least one from the back");
+        TEST_CHECK(inf_share_claim(&one, true, &lo, &hi) && lo == 14 && hi == 15, "the last one");
+        TEST_CHECK(!inf_share_claim(&one, true, &lo, &hi) && !inf_share_claim(&one, false, &lo, &hi), "then none");
+    }
 
     test_begin("rejects bad arguments");
     memset(&err, 0, sizeof err);

@@ -38,6 +38,7 @@
 #include "core/dtype.h"
 #include "core/pool.h"
 #include "core/quant.h"
+#include "core/shares.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -170,10 +171,6 @@ typedef struct thread_tmp {
 /* One thread's share of a product's rows, in grains: next << 32 | end.
  * Its owner claims from the front, the others steal from the back, both
  * by compare-and-swap; alone on its cache line. */
-typedef struct range_slot {
-    _Alignas(64) _Atomic uint64_t range;
-} range_slot;
-
 typedef struct cpu_backend {
     inf_ops ops; /* first: the `self` every op receives */
     const inf_ops *ref;
@@ -181,7 +178,7 @@ typedef struct cpu_backend {
     inf_pool *pool;
     int n_threads;
     thread_tmp *tmp; /* [n_threads] */
-    range_slot *slots; /* [n_threads] row ranges of the product running (run_ranges) */
+    inf_share *slots; /* [n_threads] row ranges of the product running (run_ranges) */
     struct ahead_spans *ahead; /* [n_threads] what each worker reads ahead (matmul_ahead) */
     /* RoPE table of the last call: cos/sin [n_tok][2][head_dim/2] */
     float *rope_cs;     /* [rope_n_tok][head_dim]: cos, sin of each token's angles */
@@ -331,31 +328,12 @@ enum {
 typedef void (*range_fn)(void *ctx, int64_t lo, int64_t hi, int thread);
 
 typedef struct range_job {
-    range_slot *slots;
+    inf_share *slots;
     int n_slots;
     int64_t units, grain; /* rows; grain a multiple of 16 */
     range_fn fn;
     void *ctx;
 } range_job;
-
-/* Claims [*lo, *hi) grains from slot s: half of what is left (rounded up)
- * from the front, or from the back (rounded down, at least one). */
-static bool claim_grains(range_slot *s, bool front, uint32_t *lo, uint32_t *hi) {
-    uint64_t v = atomic_load_explicit(&s->range, memory_order_relaxed);
-    for (;;) {
-        const uint32_t next = (uint32_t)(v >> 32), end = (uint32_t)v;
-        if (next >= end) return false;
-        const uint32_t left = end - next;
-        const uint32_t take = front ? (left + 1) / 2 : INF_MAX(1u, left / 2);
-        const uint64_t claimed = front ? (uint64_t)(next + take) << 32 | end : (uint64_t)next << 32 | (end - take);
-        if (atomic_compare_exchange_weak_explicit(&s->range, &v, claimed, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            *lo = front ? next : end - take;
-            *hi = front ? next + take : end;
-            return true;
-        }
-    }
-}
 
 static void range_run(const range_job *j, uint32_t lo, uint32_t hi, int thread) {
     j->fn(j->ctx, (int64_t)lo * j->grain, INF_MIN(j->units, (int64_t)hi * j->grain), thread);
@@ -371,10 +349,10 @@ static void range_task(void *ctx, int task, int thread) {
     const range_job *j = ctx;
     const int own = thread % j->n_slots;
     uint32_t lo, hi;
-    while (claim_grains(&j->slots[own], true, &lo, &hi)) range_run(j, lo, hi, thread);
+    while (inf_share_claim(&j->slots[own], true, &lo, &hi)) range_run(j, lo, hi, thread);
     for (int d = 1; d < j->n_slots; d++) {
-        range_slot *victim = &j->slots[(own + d) % j->n_slots];
-        while (claim_grains(victim, false, &lo, &hi)) range_run(j, lo, hi, thread);
+        inf_share *victim = &j->slots[(own + d) % j->n_slots];
+        while (inf_share_claim(victim, false, &lo, &hi)) range_run(j, lo, hi, thread);
     }
 }
 
@@ -403,7 +381,7 @@ static void run_ranges(cpu_backend *c, int64_t units, size_t row_bytes, int64_t 
     for (int i = 0; i < n_slots; i++) {
         int64_t lo, hi;
         task_range(grains, n_slots, i, 1, &lo, &hi);
-        atomic_store_explicit(&c->slots[i].range, (uint64_t)lo << 32 | (uint64_t)hi, memory_order_relaxed);
+        inf_share_set(&c->slots[i], (uint32_t)lo, (uint32_t)hi);
     }
     run_tasks(c, n_slots, range_task, &j, work);
 }

@@ -6,14 +6,22 @@
  * Method: one anonymous buffer of `bytes`, advised to be backed by huge
  * pages as the engine's packed weights are (inf_alloc_huge: on a KVM
  * guest each 4 KiB page's TLB miss walks two page tables, and 4 KiB pages
- * read at 24-25 GB/s where huge pages read at 33-36), split into one
- * contiguous slice per thread (64-byte aligned). Each thread first writes its own slice (so
- * the pages exist before timing, placed by the thread that reads them),
- * then all threads sum their slices (loops below), started together by a
- * barrier; a pass lasts from the start barrier until the last
- * thread is done. The best of several passes is the figure, in GB/s
- * (1e9 bytes per second): the best, not the median, because the question
- * is what the memory system can deliver, and any disturbance only slows a
+ * read at 24-25 GB/s where huge pages read at 33-36), cut into grains of
+ * 16 KiB and split into one contiguous share per thread. Each thread first
+ * writes its own share (so the pages exist before timing, placed by the
+ * thread that reads them). In a pass, started together by a barrier, the
+ * threads sum the buffer (loops below) as the engine's decode products
+ * split their rows (core/shares.h): each claims half of what is left of
+ * its own share from the front, then halves of the others' from the back,
+ * so that all end together; a pass lasts from the start barrier until the
+ * last thread is done. Fixed equal slices measured the slower core
+ * twice: on the Zen 5 VM one core sometimes reads a third slower than the
+ * other (2026-12-07, 2 threads, 1 GiB: 25.7 against 17.0 ms for the two
+ * halves), and then the slices read 41-42 GB/s where the shares read
+ * 51-56, and the decode, which splits as the shares do, read 110-120% of
+ * the figure. The best of several passes is the figure, in GB/s (1e9
+ * bytes per second): the best, not the median, because the question is
+ * what the memory system can deliver, and any disturbance only slows a
  * pass down.
  *
  * Two summing loops take turns, pass by pass, and the best pass of either
@@ -32,6 +40,7 @@
  * was below what the memory delivers.
  */
 #include "core/common.h"
+#include "core/shares.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -45,7 +54,7 @@ enum {
     BW_PASSES = 16,         /* timed passes, the loops taking turns; the best one counts */
     BW_MAX_THREADS = 1024,
     BW_MIN_BYTES = 1 << 20, /* below this the figure is a cache speed */
-    BW_LINE_WORDS = 8,      /* 64-byte cache line of uint64 words */
+    BW_GRAIN_WORDS = 2048,  /* 16 KiB of uint64 words: a claim at least (as cpu.c's products) */
 };
 
 enum { GATE_WAIT, GATE_GO, GATE_ABORT };
@@ -53,6 +62,9 @@ enum { GATE_WAIT, GATE_GO, GATE_ABORT };
 typedef struct bw_shared {
     uint64_t *words;           /* [n_words], the buffer */
     size_t n_words;
+    size_t grain_words;        /* words per grain: BW_GRAIN_WORDS, or more for a huge buffer */
+    uint32_t n_grains;
+    inf_share *shares;         /* [n_threads] what is left of each thread's share, in grains */
     int n_threads;
     pthread_barrier_t barrier; /* n_threads participants */
     pthread_mutex_t gate_lock; /* the start gate: workers wait until */
@@ -117,14 +129,32 @@ static int loops_here(void) {
     return 1;
 }
 
-/* This thread's slice [*begin, *end) in words, whole cache lines except the last. */
-static void slice_of(const bw_shared *sh, int index, size_t *begin, size_t *end) {
-    size_t lines = sh->n_words / BW_LINE_WORDS;
-    size_t per = lines / (size_t)sh->n_threads, extra = lines % (size_t)sh->n_threads;
-    size_t first = (size_t)index * per + ((size_t)index < extra ? (size_t)index : extra);
-    size_t count = per + ((size_t)index < extra ? 1 : 0);
-    *begin = first * BW_LINE_WORDS;
-    *end = index == sh->n_threads - 1 ? sh->n_words : (first + count) * BW_LINE_WORDS;
+/* Thread `index`'s share of the grains, [*first, *end). */
+static void share_of(const bw_shared *sh, int index, uint32_t *first, uint32_t *end) {
+    *first = (uint32_t)((uint64_t)sh->n_grains * (uint64_t)index / (uint64_t)sh->n_threads);
+    *end = (uint32_t)((uint64_t)sh->n_grains * (uint64_t)(index + 1) / (uint64_t)sh->n_threads);
+}
+
+/* Words of grains [lo, hi): from *begin, *count of them (the last grain may be short). */
+static void grain_words(const bw_shared *sh, uint32_t lo, uint32_t hi, size_t *begin, size_t *count) {
+    *begin = (size_t)lo * sh->grain_words;
+    const size_t end = (size_t)hi * sh->grain_words;
+    *count = (end < sh->n_words ? end : sh->n_words) - *begin;
+}
+
+/* One pass's reading for thread `index`: its own share, then the others'. */
+static uint64_t read_shares(bw_shared *sh, int index, int loop) {
+    uint64_t total = 0;
+    for (int d = 0; d < sh->n_threads; d++) {
+        inf_share *share = &sh->shares[(index + d) % sh->n_threads];
+        uint32_t lo, hi;
+        while (inf_share_claim(share, d == 0, &lo, &hi)) {
+            size_t begin, count;
+            grain_words(sh, lo, hi, &begin, &count);
+            total += sum_with(loop, sh->words + begin, count);
+        }
+    }
+    return total;
 }
 
 static void set_gate(bw_shared *sh, int state) {
@@ -142,14 +172,18 @@ static void *bw_thread(void *arg) {
     int gate = sh->gate;
     pthread_mutex_unlock(&sh->gate_lock);
     if (gate == GATE_ABORT) return NULL;
-    size_t begin, end;
-    slice_of(sh, w->index, &begin, &end);
-    for (size_t i = begin; i < end; i++) sh->words[i] = i; /* first touch */
+    uint32_t first, end;
+    share_of(sh, w->index, &first, &end);
+    size_t begin, count;
+    grain_words(sh, first, end, &begin, &count);
+    for (size_t i = begin; i < begin + count; i++) sh->words[i] = i; /* first touch */
     uint64_t total = 0;
     for (int pass = 0; pass < BW_PASSES; pass++) {
+        /* every thread finished the pass before (the barrier below) */
+        inf_share_set(&sh->shares[w->index], first, end);
         pthread_barrier_wait(&sh->barrier);
         double t0 = inf_monotonic_s();
-        total += sum_with(pass % sh->n_loops, sh->words + begin, end - begin);
+        total += read_shares(sh, w->index, pass % sh->n_loops);
         pthread_barrier_wait(&sh->barrier);
         if (w->index == 0) sh->pass_s[pass] = inf_monotonic_s() - t0;
     }
@@ -165,15 +199,19 @@ inf_status inf_measure_read_bandwidth(int n_threads, size_t bytes, double *gb_s,
     if (bytes < BW_MIN_BYTES)
         return inf_errorf(err, INF_ERR_INVALID, "bandwidth: buffer of %zu bytes is below %d",
                           bytes, BW_MIN_BYTES);
-    bw_shared sh = {.n_words = bytes / sizeof(uint64_t), .n_threads = n_threads, .n_loops = loops_here()};
+    bw_shared sh = {.n_words = bytes / sizeof(uint64_t), .n_threads = n_threads, .n_loops = loops_here(),
+                    .grain_words = BW_GRAIN_WORDS};
     bytes = sh.n_words * sizeof(uint64_t);
+    while ((sh.n_words + sh.grain_words - 1) / sh.grain_words > UINT32_MAX) sh.grain_words *= 2;
+    sh.n_grains = (uint32_t)((sh.n_words + sh.grain_words - 1) / sh.grain_words);
     void *buf = inf_alloc_huge(bytes);
     if (!buf) return inf_errorf(err, INF_ERR_NOMEM, "bandwidth: cannot allocate %zu bytes", bytes);
     sh.words = buf;
     bw_worker *workers = calloc((size_t)n_threads, sizeof *workers);
     pthread_t *threads = calloc((size_t)n_threads, sizeof *threads);
+    sh.shares = inf_alloc_aligned((size_t)n_threads * sizeof *sh.shares);
     inf_status st = INF_OK;
-    if (!workers || !threads) {
+    if (!workers || !threads || !sh.shares) {
         st = inf_errorf(err, INF_ERR_NOMEM, "bandwidth: out of memory for %d threads", n_threads);
         goto done;
     }
@@ -210,6 +248,7 @@ inf_status inf_measure_read_bandwidth(int n_threads, size_t bytes, double *gb_s,
         if (sh.pass_s[pass] < best_s) best_s = sh.pass_s[pass];
     *gb_s = best_s > 0 ? (double)bytes / best_s * 1e-9 : 0;
 done:
+    inf_free_aligned(sh.shares);
     free(threads);
     free(workers);
     inf_free_aligned(buf);
