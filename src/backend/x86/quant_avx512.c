@@ -1152,8 +1152,21 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
     const size_t ahead = (size_t)prefetch_blocks * step;
     for (int64_t b = 0; b < nb; b++) {
         const char *sb = group + (size_t)b * step;
-        if (ahead) _Pragma("GCC unroll 48") for (size_t line = 0; line < step / 64; line++)
-            inf_avx512_prefetch_weights(sb + ahead + line * 64, nta);
+        /* The block `ahead` into the cache. Q4_K's 36 lines, IQ4_XS's 34
+         * and Q5_K's 44 as a loop: fully unrolled, GCC held the lines'
+         * addresses in vector registers across the block and spilled the
+         * block's own; as a loop, in one process token by token (Zen 5 VM,
+         * 2 threads, decode after 17, 2026-12-07), Q4_K_M +6-8%, Q5_K_M
+         * +10%, IQ4_XS +7%. Q6_K's 52 lines as before (GCC makes a loop of
+         * them either way; `unroll 1` was level in one process, 2-5% slower
+         * in three of four runs of separate binaries). */
+        if (ahead && type == INF_DTYPE_Q6_K) {
+            _Pragma("GCC unroll 48") for (size_t line = 0; line < step / 64; line++)
+                inf_avx512_prefetch_weights(sb + ahead + line * 64, nta);
+        } else if (ahead) {
+            _Pragma("GCC unroll 1") for (size_t line = 0; line < step / 64; line++)
+                inf_avx512_prefetch_weights(sb + ahead + line * 64, nta);
+        }
         if (type == INF_DTYPE_Q6_K) q6k_packed_block(group, nb, sb + INF_X86_Q6K_CODES, xa, b, NT, sum);
         else if (type == INF_DTYPE_IQ4_XS) iq4xs_packed_block(sb, xa, b, NT, sum);
         else q45k_packed_block(sb, type == INF_DTYPE_Q5_K, xa, b, NT, sum);
@@ -1172,13 +1185,14 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
 _Static_assert(PK_TOKENS == 4, "PK_CASES spells out token counts 1..4");
 
 /* A panel of rows [r0, r1) (at most INF_X86_GEMM_ROWS) of a packed weight
- * times every token. */
-static void kquant_packed_panel(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys) {
+ * of type T times every token. */
+INLINE void kquant_packed_panel(const inf_dtype T, const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y,
+                                size_t ys) {
     const int64_t nb = w->cols / INF_QK_K;
-    const size_t gbytes = inf_x86_packed_group_bytes(w->type, w->cols), stride = inf_act_row_bytes_quant(w->type, w->cols);
+    const size_t gbytes = inf_x86_packed_group_bytes(T, w->cols), stride = inf_act_row_bytes_quant(T, w->cols);
     const char *src = (const char *)w->packed + (size_t)(r0 / QG_ROWS) * gbytes, *act = a->data;
     const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
-    const int ahead_first = packed_prefetch_blocks(w->type);
+    const int ahead_first = packed_prefetch_blocks(T);
     const bool nta = inf_x86_weights_nta();
     for (int t0 = 0; t0 < a->n; t0 += PK_TOKENS) {
         const int nt = INF_MIN(PK_TOKENS, a->n - t0);
@@ -1188,17 +1202,33 @@ static void kquant_packed_panel(const inf_weight *w, const inf_act *a, int64_t r
             const char *group = src + g * gbytes;
             const __mmask16 rows = (__mmask16)((1u << INF_MIN(QG_ROWS, r1 - r)) - 1);
             float *yg = y + r;
-            if (w->type == INF_DTYPE_Q4_K) PK_CASES(INF_DTYPE_Q4_K)
-            else if (w->type == INF_DTYPE_Q5_K) PK_CASES(INF_DTYPE_Q5_K)
-            else if (w->type == INF_DTYPE_IQ4_XS) PK_CASES(INF_DTYPE_IQ4_XS)
-            else PK_CASES(INF_DTYPE_Q6_K)
+            PK_CASES(T)
         }
     }
 }
 
+/* One function per type: each type's code is laid out and its registers
+ * allocated on its own, whatever the others' kernels become. With the
+ * four types in one function, making Q4_K's prefetch a loop (above) also
+ * slowed the all-Q6_K model's decode 4-6% (separate binaries, alternating
+ * runs), though Q6_K's code had not changed; apart, it stayed level
+ * (1.00 and 1.02 of the binary before, two runs). */
+#define PK_PANELS(name, T)                                                                                            \
+    static __attribute__((noinline)) void name(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, \
+                                               size_t ys) {                                                           \
+        for (int64_t r = r0; r < r1; r += INF_X86_GEMM_ROWS)                                                          \
+            kquant_packed_panel(T, w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, ys);                                \
+    }
+PK_PANELS(q4k_packed_panels, INF_DTYPE_Q4_K)
+PK_PANELS(q5k_packed_panels, INF_DTYPE_Q5_K)
+PK_PANELS(iq4xs_packed_panels, INF_DTYPE_IQ4_XS)
+PK_PANELS(q6k_packed_panels, INF_DTYPE_Q6_K)
+
 void inf_avx512_qgemm_packed(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
-    for (int64_t r = r0; r < r1; r += INF_X86_GEMM_ROWS)
-        kquant_packed_panel(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride);
+    if (w->type == INF_DTYPE_Q4_K) q4k_packed_panels(w, a, r0, r1, y, y_stride);
+    else if (w->type == INF_DTYPE_Q5_K) q5k_packed_panels(w, a, r0, r1, y, y_stride);
+    else if (w->type == INF_DTYPE_IQ4_XS) iq4xs_packed_panels(w, a, r0, r1, y, y_stride);
+    else q6k_packed_panels(w, a, r0, r1, y, y_stride);
 }
 
 /* ------------------------------------------------------------------ gemm (32-blocks) */
