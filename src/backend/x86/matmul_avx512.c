@@ -832,9 +832,12 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
         const int32_t *sx = (const int32_t *)(tb + 36 * NT);
         /* the stream Q8_PACKED_PREFETCH (Q4_0: q4_ahead) blocks ahead
          * (past the group's end: the next group), with the tuned hint
-         * (inf_x86_weights_nta) */
+         * (inf_x86_weights_nta); a loop, as the K-quant tiles' (unrolled,
+         * GCC kept the lines' addresses in registers across the block:
+         * in one process token by token, Zen 5 VM, 2026-12-07, the loop
+         * decoded Q8_0 19-21% faster, Q4_0 0-4%) */
         const int64_t ahead = b + (T == INF_DTYPE_Q8_0 ? Q8_PACKED_PREFETCH : q4_ahead);
-        _Pragma("GCC unroll 8")
+        _Pragma("GCC unroll 1")
         for (int line = 0; line < qb / 64; line++)
             inf_avx512_prefetch_weights(group + inf_x86_q32_quants_at(T, ahead) + line * 64, nta);
         inf_avx512_prefetch_weights(group + inf_x86_q32_scales_at(T, ahead), nta);
