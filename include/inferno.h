@@ -701,9 +701,11 @@ inf_status inf_convert_checkpoint(const char *dir, const char *out_path, const i
 /* ------------------------------------------------------------------ machine */
 
 /* Measures the machine's sequential read bandwidth in GB/s (1e9 bytes/s),
- * the ceiling of memory-bound decode: n_threads threads each sum their own
- * slice of a buffer of `bytes` (advised to huge pages, as packed weights
- * are), pages written first; 16 passes, a plain C loop and (where the CPU
+ * the ceiling of memory-bound decode: n_threads threads sum a buffer of
+ * `bytes` (advised to huge pages, as packed weights are; pages written
+ * first), each its own share and then, with work stealing, what is left of
+ * the others', as the decode's products are split, so that a slower core
+ * does not set the figure; 16 passes, a plain C loop and (where the CPU
  * has AVX-512) a 64-byte-load loop taking turns, the best pass of either
  * counts. Use a buffer far beyond the caches
  * (1 GiB: about a second, and 1 GiB of resident memory while it runs).
