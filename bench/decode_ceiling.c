@@ -139,16 +139,18 @@ static void read_task(void *ctx, int task, int thread) {
     j->sums[task] += s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
 
+/* Sums grains [lo, hi) of the product into the task's sum (`thread`
+ * carries the task here). */
+static void stolen_grains(void *ctx, uint32_t lo, uint32_t hi, int task) {
+    read_job *j = ctx;
+    const size_t a = (size_t)lo * GRAIN_WORDS, b = (size_t)hi * GRAIN_WORDS;
+    j->sums[task] += sum_words(j->words + a, (b < j->n_words ? b : j->n_words) - a);
+}
+
 static void stolen_task(void *ctx, int task, int thread) {
     (void)thread;
     read_job *j = ctx;
-    for (int d = 0; d < j->tasks; d++) {
-        uint32_t lo, hi;
-        while (inf_share_claim(&j->shares[(task + d) % j->tasks], d == 0, &lo, &hi)) {
-            const size_t a = (size_t)lo * GRAIN_WORDS, b = (size_t)hi * GRAIN_WORDS;
-            j->sums[task] += sum_words(j->words + a, (b < j->n_words ? b : j->n_words) - a);
-        }
-    }
+    inf_shares_work(j->shares, j->tasks, task, stolen_grains, j, task);
 }
 
 /* The engine's products of one token, back to back (KIND_ENGINE_PRODUCTS):

@@ -29,16 +29,18 @@ typedef struct share_thread {
     int index;
 } share_thread;
 
-/* As bandwidth.c and cpu.c claim: the own share from the front, then the
- * others' from the back. */
+static void count_claimed(void *ctx, uint32_t lo, uint32_t hi, int thread) {
+    (void)thread;
+    share_run *run = ctx;
+    for (uint32_t u = lo; u < hi; u++) atomic_fetch_add(&run->claimed[u], 1);
+}
+
+/* As bandwidth.c and cpu.c claim (inf_shares_work): the own share from
+ * the front, then the others' from the back. */
 static void *claim_all(void *arg) {
     share_thread *t = arg;
     pthread_barrier_wait(&t->run->start);
-    for (int d = 0; d < SHARE_THREADS; d++) {
-        uint32_t lo, hi;
-        while (inf_share_claim(&t->run->shares[(t->index + d) % SHARE_THREADS], d == 0, &lo, &hi))
-            for (uint32_t u = lo; u < hi; u++) atomic_fetch_add(&t->run->claimed[u], 1);
-    }
+    inf_shares_work(t->run->shares, SHARE_THREADS, t->index, count_claimed, t->run, t->index);
     return NULL;
 }
 

@@ -335,7 +335,8 @@ typedef struct range_job {
     void *ctx;
 } range_job;
 
-static void range_run(const range_job *j, uint32_t lo, uint32_t hi, int thread) {
+static void range_run(void *ctx, uint32_t lo, uint32_t hi, int thread) {
+    const range_job *j = ctx;
     j->fn(j->ctx, (int64_t)lo * j->grain, INF_MIN(j->units, (int64_t)hi * j->grain), thread);
 }
 
@@ -346,14 +347,8 @@ static void range_run(const range_job *j, uint32_t lo, uint32_t hi, int thread) 
  * The pool orders the slots' setup before every task. */
 static void range_task(void *ctx, int task, int thread) {
     (void)task;
-    const range_job *j = ctx;
-    const int own = thread % j->n_slots;
-    uint32_t lo, hi;
-    while (inf_share_claim(&j->slots[own], true, &lo, &hi)) range_run(j, lo, hi, thread);
-    for (int d = 1; d < j->n_slots; d++) {
-        inf_share *victim = &j->slots[(own + d) % j->n_slots];
-        while (inf_share_claim(victim, false, &lo, &hi)) range_run(j, lo, hi, thread);
-    }
+    range_job *j = ctx;
+    inf_shares_work(j->slots, j->n_slots, thread % j->n_slots, range_run, j, thread);
 }
 
 /* How run_ranges splits `units` rows: grains of *grain rows, *grains of

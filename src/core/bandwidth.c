@@ -142,19 +142,20 @@ static void grain_words(const bw_shared *sh, uint32_t lo, uint32_t hi, size_t *b
     *count = (end < sh->n_words ? end : sh->n_words) - *begin;
 }
 
-/* One pass's reading for thread `index`: its own share, then the others'. */
-static uint64_t read_shares(bw_shared *sh, int index, int loop) {
-    uint64_t total = 0;
-    for (int d = 0; d < sh->n_threads; d++) {
-        inf_share *share = &sh->shares[(index + d) % sh->n_threads];
-        uint32_t lo, hi;
-        while (inf_share_claim(share, d == 0, &lo, &hi)) {
-            size_t begin, count;
-            grain_words(sh, lo, hi, &begin, &count);
-            total += sum_with(loop, sh->words + begin, count);
-        }
-    }
-    return total;
+/* One thread's pass: the loop it sums with and the sum so far. */
+typedef struct bw_pass {
+    bw_shared *shared;
+    int loop;
+    uint64_t total;
+} bw_pass;
+
+/* Sums grains [lo, hi) of the buffer (inf_shares_work's piece). */
+static void read_grains(void *ctx, uint32_t lo, uint32_t hi, int thread) {
+    (void)thread;
+    bw_pass *p = ctx;
+    size_t begin, count;
+    grain_words(p->shared, lo, hi, &begin, &count);
+    p->total += sum_with(p->loop, p->shared->words + begin, count);
 }
 
 static void set_gate(bw_shared *sh, int state) {
@@ -183,7 +184,9 @@ static void *bw_thread(void *arg) {
         inf_share_set(&sh->shares[w->index], first, end);
         pthread_barrier_wait(&sh->barrier);
         double t0 = inf_monotonic_s();
-        total += read_shares(sh, w->index, pass % sh->n_loops);
+        bw_pass p = {.shared = sh, .loop = pass % sh->n_loops};
+        inf_shares_work(sh->shares, sh->n_threads, w->index, read_grains, &p, w->index);
+        total += p.total;
         pthread_barrier_wait(&sh->barrier);
         if (w->index == 0) sh->pass_s[pass] = inf_monotonic_s() - t0;
     }

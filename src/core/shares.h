@@ -50,4 +50,17 @@ static inline bool inf_share_claim(inf_share *s, bool front, uint32_t *lo, uint3
     }
 }
 
+/* What a claimed piece [lo, hi) is done with, by `thread`. */
+typedef void (*inf_share_fn)(void *ctx, uint32_t lo, uint32_t hi, int thread);
+
+/* Works shares[own] from the front, then each other of the n shares from
+ * the back, in turn after own, until nothing is left: what every thread
+ * taking part runs. */
+static inline void inf_shares_work(inf_share *shares, int n, int own, inf_share_fn fn, void *ctx, int thread) {
+    for (int d = 0; d < n; d++) {
+        uint32_t lo, hi;
+        while (inf_share_claim(&shares[(own + d) % n], d == 0, &lo, &hi)) fn(ctx, lo, hi, thread);
+    }
+}
+
 #endif
