@@ -136,7 +136,7 @@ static void share_of(const bw_shared *sh, int index, uint32_t *first, uint32_t *
 }
 
 /* Words of grains [lo, hi): from *begin, *count of them (the last grain may be short). */
-static void grain_words(const bw_shared *sh, uint32_t lo, uint32_t hi, size_t *begin, size_t *count) {
+static void grain_span(const bw_shared *sh, uint32_t lo, uint32_t hi, size_t *begin, size_t *count) {
     *begin = (size_t)lo * sh->grain_words;
     const size_t end = (size_t)hi * sh->grain_words;
     *count = (end < sh->n_words ? end : sh->n_words) - *begin;
@@ -154,7 +154,7 @@ static void read_grains(void *ctx, uint32_t lo, uint32_t hi, int thread) {
     (void)thread;
     bw_pass *p = ctx;
     size_t begin, count;
-    grain_words(p->shared, lo, hi, &begin, &count);
+    grain_span(p->shared, lo, hi, &begin, &count);
     p->total += sum_with(p->loop, p->shared->words + begin, count);
 }
 
@@ -176,7 +176,7 @@ static void *bw_thread(void *arg) {
     uint32_t first, end;
     share_of(sh, w->index, &first, &end);
     size_t begin, count;
-    grain_words(sh, first, end, &begin, &count);
+    grain_span(sh, first, end, &begin, &count);
     for (size_t i = begin; i < begin + count; i++) sh->words[i] = i; /* first touch */
     uint64_t total = 0;
     for (int pass = 0; pass < BW_PASSES; pass++) {
