@@ -106,7 +106,7 @@ void inf_avx2_attn_decode(const inf_attn_shape *sh, const float *q, const inf_kv
     for (int g = 0; g < group; g++) {
         m[g] = -INFINITY;
         l[g] = 0.0f;
-        if (k->type == INF_KV_Q8_0) inf_quantize_row_q8_0(q + (size_t)(kvh * group + g) * hd, q8 + (size_t)g * nb, hd);
+        if (k->type == INF_KV_Q8_0) inf_avx2_quantize_row_q8_0(q + (size_t)(kvh * group + g) * hd, q8 + (size_t)g * nb, hd);
     }
     memset(o_all, 0, (size_t)group * hd * sizeof(float));
     const __m256 scale = _mm256_set1_ps(sh->scale);
@@ -359,7 +359,7 @@ void inf_avx2_attn_prefill(const inf_attn_shape *sh, const float *q, const inf_k
             const int row = INF_MIN(i * ROW_CHUNK + r, rows - 1);
             const int t = t0 + row / group, h = kvh * group + row % group;
             const float *qr = q + ((size_t)t * sh->n_head + h) * hd;
-            if (k->type == INF_KV_Q8_0) inf_quantize_row_q8_0(qr, q8_rows(&ch) + (size_t)r * (hd / INF_Q8_0_BLOCK), hd);
+            if (k->type == INF_KV_Q8_0) inf_avx2_quantize_row_q8_0(qr, q8_rows(&ch) + (size_t)r * (hd / INF_Q8_0_BLOCK), hd);
             else
                 for (int d = 0; d < hd; d++) ch.qt[(size_t)d * ROW_CHUNK + r] = qr[d];
             ch.last[r] = sh->pos0 + t;
