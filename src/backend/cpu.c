@@ -1097,7 +1097,9 @@ typedef struct decode_seqs_job {
 
 /* Positions of each cached head a decode task reads ahead at its start:
  * the kernels' first key tile (attention_avx512.c), which they then read
- * ahead a tile at a time as they go. */
+ * ahead a tile at a time as they go; of a context no longer than that,
+ * only the first attn_decode_short_ahead keys where the kernel reads the
+ * rest ahead itself. */
 enum { DECODE_AHEAD_POSITIONS = 64 };
 
 /* Prefetches the rows of positions [p0, p0 + n) of KV head h (n at most
@@ -1139,13 +1141,17 @@ static void decode_seqs_task(void *ctx, int task, int thread) {
     const size_t row_bytes = inf_kv_type_bytes(kc->type, (size_t)sh->head_dim);
     const bool store = j->k != NULL;
     const int n_read = INF_MIN(store ? sh->pos0 : sh->pos0 + 1, DECODE_AHEAD_POSITIONS);
+    /* a context of one key tile whose kernel reads ahead as it goes: only
+     * the first keys of each head (kernels.h attn_decode_short_ahead) */
+    const int short_ahead = j->c->k->attn_decode_short_ahead;
+    const bool short_ctx = short_ahead > 0 && sh->pos0 + 1 <= DECODE_AHEAD_POSITIONS;
     for (int h = h0; h < h0 + per; h++) {
         if (store) {
             prefetch_head_rows(kc, h, sh->pos0, 1, row_bytes, true);
             prefetch_head_rows(vc, h, sh->pos0, 1, row_bytes, true);
         }
-        prefetch_head_rows(kc, h, 0, n_read, row_bytes, false);
-        prefetch_head_rows(vc, h, 0, n_read, row_bytes, false);
+        prefetch_head_rows(kc, h, 0, short_ctx ? INF_MIN(n_read, short_ahead) : n_read, row_bytes, false);
+        if (!short_ctx) prefetch_head_rows(vc, h, 0, n_read, row_bytes, false);
     }
     for (int h = h0; h < h0 + per; h++) {
         if (store) {

@@ -161,6 +161,11 @@ typedef struct inf_kernels {
     /* Decode (shape->n_tok == 1) for KV head kvh: q and out as in ops.h. */
     void (*attn_decode)(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
                         const inf_kv_view *v, float *out, int kvh, void *tmp);
+    /* For a decode over at most 64 keys, the K rows of each head (from
+     * position 0) that cpu.c requests before the heads' attn_decode calls,
+     * where the kernel reads the other rows ahead itself as it computes;
+     * 0: cpu.c requests every row of K and V up front. */
+    int attn_decode_short_ahead;
     /* Prefill for KV head kvh and query tokens [t0, t1), t1 - t0 <= attn_block. */
     void (*attn_prefill)(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
                          const inf_kv_view *v, float *out, int kvh, int t0, int t1, void *tmp);

@@ -52,6 +52,7 @@
 
 enum {
     TILE = 64,      /* keys per tile */
+    SHORT_AHEAD = INF_X86_DECODE_SHORT_AHEAD, /* K rows in flight, a one-tile decode */
     ROW_CHUNK = 64, /* prefill query rows per pass: RV vectors */
     RV = ROW_CHUNK / 16,
 };
@@ -222,10 +223,21 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_v
                                                             _mm512_set1_epi32(G)), _mm512_set1_epi32(g));
     inf_kv_rows(k, kvh, 0, INF_MIN(TILE, n_keys), tr->k[0]);
     inf_kv_rows(v, kvh, 0, INF_MIN(TILE, n_keys), tr->v[0]);
-    /* the first tile at once; the later ones a tile ahead, as they are read */
-    for (int j = 0; j < INF_MIN(TILE, n_keys); j++) {
+    /* The first tile at once, the later ones a tile ahead, as they are
+     * read. A context of one tile: only its first SHORT_AHEAD keys at once
+     * (cpu.c has asked for them already), then each key SHORT_AHEAD rows
+     * ahead and each value alongside its key as the scores are computed,
+     * so that the arithmetic runs while the rows arrive instead of after
+     * them. Zen 5 VM, 0.6B decode at depths 17-80 with an f16 cache, one
+     * process, token by token against the whole tile at once: attention
+     * 9-11% less time, the token +0.8-1.4% (Q4_K_M and Q4_0); 8 rows ahead
+     * did as 16 (a Q8_0 cache not measured). Past one tile the
+     * same scheme lost (attention +1.5-6 µs a layer at depths 200 and
+     * 1000, the token level to -0.7%), so longer contexts keep the burst. */
+    const bool short_ctx = n_keys <= TILE;
+    for (int j = 0; j < INF_MIN(short_ctx ? SHORT_AHEAD : TILE, n_keys); j++) {
         prefetch_row(tr->k[0][j], row_bytes, nta);
-        prefetch_row(tr->v[0][j], row_bytes, nta);
+        if (!short_ctx) prefetch_row(tr->v[0][j], row_bytes, nta);
     }
     for (int j0 = 0, cur = 0; j0 < n_keys; j0 += TILE, cur ^= 1) {
         const int nj = INF_MIN(TILE, n_keys - j0);
@@ -240,6 +252,9 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_v
             REPEAT16(ROW_PTR)
 #undef ROW_PTR
             for (int jj = 0; jj < KB && jb + jj < n_next; jj++) prefetch_row(knext[jb + jj], row_bytes, nta);
+            for (int jj = jb + SHORT_AHEAD; short_ctx && jj < INF_MIN(nj, jb + SHORT_AHEAD + KB); jj++)
+                prefetch_row(krows[jj], row_bytes, nta);
+            for (int jj = jb; short_ctx && jj < INF_MIN(nj, jb + KB); jj++) prefetch_row(vrows[jj], row_bytes, nta);
 #define ACC_ZERO(p) __m512 a##p = zero;
             REPEAT16(ACC_ZERO)
 #undef ACC_ZERO

@@ -90,6 +90,7 @@ static const inf_kernels avx2_table = {
     .gemm_min_tokens_q8_0 = 17,                                                 \
     .matvec_exact_q8_0 = true,                                                  \
     .attn_decode = inf_avx512_attn_decode,                                      \
+    .attn_decode_short_ahead = INF_X86_DECODE_SHORT_AHEAD,                      \
     .rmsnorm = inf_avx512_rmsnorm,                                              \
     .rope_rows = inf_avx512_rope_rows,                                          \
     .hadamard = inf_avx2_hadamard, /* AVX2 code: every AVX-512 CPU has AVX2 */  \

@@ -25,6 +25,10 @@ bool inf_x86_weights_nta(void);
 /* Weight rows per gemm task and query tokens per prefill attention task. */
 enum { INF_X86_GEMM_ROWS = 64, INF_X86_ATTN_BLOCK = 32 };
 
+/* K rows a short decode (at most 64 keys) has in flight ahead of the one
+ * it computes with (attention_avx512.c; kernels.h attn_decode_short_ahead). */
+enum { INF_X86_DECODE_SHORT_AHEAD = 16 };
+
 /* ---- avx2. Its gemm panels hold int16 quants (Q8_0) or f32, twice
  * avx512's bytes per row for Q8_0, so a task packs half the rows: 32 rows
  * of 3072 Q8_0 columns are 209 KiB, within a 256 KiB L2 (64 rows measured
