@@ -231,9 +231,10 @@ INLINE void decode_heads(const float *q, const q8_query_pair *qq, const inf_kv_v
      * them. Zen 5 VM, 0.6B decode at depths 17-80 with an f16 cache, one
      * process, token by token against the whole tile at once: attention
      * 9-11% less time, the token +0.8-1.4% (Q4_K_M and Q4_0); 8 rows ahead
-     * did as 16 (a Q8_0 cache not measured). Past one tile the
-     * same scheme lost (attention +1.5-6 µs a layer at depths 200 and
-     * 1000, the token level to -0.7%), so longer contexts keep the burst. */
+     * did as 16; with a Q8_0 cache the token +0.4-0.7% (Q4_K_M). Past one
+     * tile the same scheme lost (attention +1.5-6 µs a layer at depths 200
+     * and 1000, the token level to -0.7%), so longer contexts keep the
+     * burst. */
     const bool short_ctx = n_keys <= TILE;
     for (int j = 0; j < INF_MIN(short_ctx ? SHORT_AHEAD : TILE, n_keys); j++) {
         prefetch_row(tr->k[0][j], row_bytes, nta);
