@@ -628,11 +628,12 @@ static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, in
  * it would stand idle, and that thread's share starts warm. The caller
  * itself only asks for the first lines of its own share before it runs
  * those ops: requests that complete behind them, where its share used to
- * start cold. Zen 5 VM, 0.6B decode in one process, token by token:
- * Q4_K_M +0.4-1.3% (twelve runs of 600-1200 tokens), IQ4_XS +1.5%, Q4_0,
- * Q6_K and Q8_0 level; 16-64 lines alike, 128 and 256 level. Asking as
- * well for the activation rows, to be written (held by the thread that
- * read them in the last product), did as much alone and added nothing to
+ * start cold. Zen 5 VM, 0.6B decode in one process, token by token, f16
+ * cache: Q4_K_M +0.6-1.2% (three runs), Q4_0 +1.1%; f32 cache: Q4_K_M
+ * +0.4-1.3% (twelve runs of 600-1200 tokens), IQ4_XS +1.5%, Q4_0, Q6_K
+ * and Q8_0 level. 16-64 lines alike, 128 and 256 level. Asking as well
+ * for the activation rows, to be written (held by the thread that read
+ * them in the last product), did as much alone and added nothing to
  * this. */
 enum {
     AHEAD_MAX_TOKENS = 16,       /* decode-sized products only */

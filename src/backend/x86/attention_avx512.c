@@ -107,8 +107,8 @@ typedef struct q8_query_pair {
     float d[16];
 } q8_query_pair;
 
-/* q[hd] quantized as inf_quantize_row_q8_0 (by its AVX-512 twin, bit for bit; the
- * scalar one was a quarter of a layer's time at depth 48) into
+/* q[hd] quantized as inf_quantize_row_q8_0 (by its AVX-512 twin, bit for
+ * bit; the scalar one was a quarter of a layer's time at depth 48) into
  * pairs[(hd / 32 + 1) / 2]. */
 static void q8_query_prepare(const float *q, int hd, q8_query_pair *pairs) {
     inf_block_q8_0 blocks[INF_MAX_HEAD_DIM / INF_Q8_0_BLOCK];
