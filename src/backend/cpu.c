@@ -168,9 +168,6 @@ typedef struct thread_tmp {
     size_t bytes;
 } thread_tmp;
 
-/* One thread's share of a product's rows, in grains: next << 32 | end.
- * Its owner claims from the front, the others steal from the back, both
- * by compare-and-swap; alone on its cache line. */
 typedef struct cpu_backend {
     inf_ops ops; /* first: the `self` every op receives */
     const inf_ops *ref;
