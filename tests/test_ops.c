@@ -916,6 +916,7 @@ static void test_trace(void) {
 
     /* matmul: identical results, three calls counted with their bytes and flops */
     test_weight tw = weight_new(INF_DTYPE_Q8_0, 9, 64);
+    tw.w.name = "blk.3.ffn_down.weight";
     float x[2 * 64], y_ref[2 * 9], y_tr[2 * 9];
     fill_uniform(x, 2 * 64, -1.0f, 1.0f);
     void *scratch = xmalloc(2 * 64 * sizeof(float));
@@ -927,6 +928,20 @@ static void test_trace(void) {
     TEST_CHECK(st.flops == 3u * 2 * 2 * 9 * 64, "matmul flops %llu", (unsigned long long)st.flops);
     TEST_CHECK(st.bytes == 3u * (9 * tw.w.row_bytes + 4 * 2 * (64 + 9)), "matmul bytes %llu",
                (unsigned long long)st.bytes);
+    /* and per weight: its name without "blk.N." and ".weight", prompt rows apart */
+    inf_op_stats per;
+    TEST_CHECK(inf_ops_trace_get(tr, "matmul:ffn_down, prompt", &per) && per.calls == 3 && per.bytes == st.bytes &&
+                   per.flops == st.flops,
+               "matmul per weight: %llu calls", (unsigned long long)per.calls);
+    test_weight tw2 = weight_new(INF_DTYPE_Q8_0, 5, 64);
+    tw2.w.name = "blk.3.ffn_up.weight";
+    const inf_weight *pair[2] = {&tw.w, &tw2.w};
+    float y_pair[9 + 5];
+    float *const y_outs[2] = {y_pair, y_pair + 9};
+    tr->matmul_group(tr, pair, 2, x, 1, 1, y_outs, scratch);
+    TEST_CHECK(inf_ops_trace_get(tr, "matmul:ffn_down+ffn_up", &per) && per.calls == 1, "a group's line");
+    TEST_CHECK(inf_ops_trace_get(tr, "matmul", &st) && st.calls == 4, "the group counted in matmul too");
+    TEST_CHECK(!inf_ops_trace_get(tr, "matmul:ffn_down", &per), "a weight never multiplied alone has no line");
 
     /* every other op once: forwards unchanged */
     float a[64], b[64], w[64], a2[64];
@@ -987,7 +1002,8 @@ static void test_trace(void) {
     inf_ops_trace_print(ref, mem); /* not a trace table: prints nothing */
     fclose(mem);
     TEST_CHECK(text && strstr(text, "backend ref") && strstr(text, "GB/s") && strstr(text, "\nmatmul ") &&
-                   strstr(text, "\nattn_prefill ") && strstr(text, "\ntotal "),
+                   strstr(text, "\nattn_prefill ") && strstr(text, "\ntotal ") &&
+                   strstr(text, "\n  ffn_down, prompt ") && strstr(text, "\n  ffn_down+ffn_up "),
                "trace report:\n%s", text ? text : "(none)");
     const char *first = text ? strstr(text, "op trace") : NULL;
     TEST_CHECK(first && !strstr(first + 1, "op trace"), "one report, not two");
@@ -996,9 +1012,11 @@ static void test_trace(void) {
     inf_ops_trace_reset(tr);
     TEST_CHECK(inf_ops_trace_get(tr, "matmul", &st) && st.calls == 0 && st.total_ns == 0 && st.bytes == 0,
                "reset clears the counters");
+    TEST_CHECK(inf_ops_trace_get(tr, "matmul:ffn_down+ffn_up", &per) && per.calls == 0, "reset clears the weights' too");
     inf_ops_trace_free(tr);
     free(scratch);
     weight_free(&tw);
+    weight_free(&tw2);
 }
 
 int main(void) {

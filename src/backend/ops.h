@@ -324,8 +324,10 @@ inf_status inf_attn_materialized(const inf_attn_shape *shape, const float *q, co
 /* ---- The tracing wrapper (trace.c) -------------------------------------
  * A table whose every op forwards to `inner` and records, per op, the calls,
  * the time spent (CLOCK_MONOTONIC) and estimates of the bytes moved and the
- * flops done, so a report can show GB/s and GFLOP/s. The counters are
- * relaxed atomics: ops may be called from any thread. */
+ * flops done, so a report can show GB/s and GFLOP/s; matmul also per weight
+ * name ("ffn_down", a group's "attn_q+attn_k+attn_v", calls with prompt rows
+ * as "ffn_down, prompt"). The counters are relaxed atomics and the weight
+ * names are added under a lock: ops may be called from any thread. */
 
 typedef struct inf_op_stats {
     uint64_t calls;
@@ -336,10 +338,12 @@ typedef struct inf_op_stats {
 
 /* NULL when out of memory. inner must outlive the wrapper. */
 inf_ops *inf_ops_trace_new(const inf_ops *inner);
-/* A table sorted by time: op, calls, total ms, share %, ms/call, GB/s, GFLOP/s.
- * Does nothing when `traced` is not a table from inf_ops_trace_new. */
+/* A table sorted by time: op, calls, total ms, share %, ms/call, GB/s, GFLOP/s,
+ * matmul's lines per weight under its own. Does nothing when `traced` is
+ * not a table from inf_ops_trace_new. */
 void inf_ops_trace_print(const inf_ops *traced, FILE *out);
-/* Counters of one op by its field name ("matmul", "attn_prefill", ...);
+/* Counters of one op by its field name ("matmul", "attn_prefill", ...), or
+ * of matmul's calls on one weight as "matmul:NAME" (the name as reported);
  * false when the name is unknown or `traced` is not a trace table. */
 bool inf_ops_trace_get(const inf_ops *traced, const char *op, inf_op_stats *out);
 /* Zeroes all counters (e.g. after a warm-up). */

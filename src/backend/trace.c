@@ -11,6 +11,13 @@
  * call ops from several threads (today they come from one thread at a time),
  * and a report read while ops run is approximate but never torn.
  *
+ * Matmul is also counted per weight, by name without "blk.N." and
+ * ".weight" (a group's names joined by "+"; a call with prompt rows apart
+ * from a decode one), so that a report shows which products read slower
+ * than the others: on the Zen 5 VM in a 0.6B decode the small attn_output
+ * and ffn_down products read ~10% slower than the large ones in a fast
+ * spell, which the one matmul line hid.
+ *
  * Byte estimates are the minimum traffic of an op: every input read once,
  * every output written once (matmul: all weight bytes + activations;
  * attention: each cached K/V row once). Flops are counted for matmul
@@ -18,6 +25,7 @@
  */
 #include "backend/ops.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,11 +56,23 @@ typedef struct trace_counter {
     _Atomic uint64_t calls, total_ns, bytes, flops;
 } trace_counter;
 
+/* Matmul's counters per weight (see the header comment): the first
+ * TRACE_MAX_WEIGHTS names seen, then one "other" for the rest. */
+enum { TRACE_MAX_WEIGHTS = 24, TRACE_WEIGHT_CHARS = 48 };
+
+typedef struct trace_weight {
+    char name[TRACE_WEIGHT_CHARS]; /* "attn_q+attn_k+attn_v", "ffn_down, prompt" */
+    trace_counter counter;
+} trace_weight;
+
 typedef struct inf_ops_trace {
     inf_ops ops; /* first: the `self` every op receives */
     const inf_ops *inner;
     char name[64]; /* "trace(<inner name>)" */
     trace_counter counters[TRACE_N_OPS];
+    pthread_mutex_t weights_lock; /* guards n_weights and the names; the counters are atomics */
+    int n_weights;
+    trace_weight weights[TRACE_MAX_WEIGHTS + 1]; /* the last: "other" */
 } inf_ops_trace;
 
 static uint64_t now_ns(void) {
@@ -65,13 +85,59 @@ static uint64_t now_ns(void) {
  * counters through it is well defined. */
 static inf_ops_trace *trace_of(const inf_ops *self) { return (inf_ops_trace *)self; }
 
-static void record(const inf_ops *self, enum trace_op op, uint64_t t0_ns, uint64_t bytes, uint64_t flops) {
-    const uint64_t dt = now_ns() - t0_ns;
-    trace_counter *c = &trace_of(self)->counters[op];
+static void counter_add(trace_counter *c, uint64_t dt, uint64_t bytes, uint64_t flops) {
     atomic_fetch_add_explicit(&c->calls, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->total_ns, dt, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->bytes, bytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->flops, flops, memory_order_relaxed);
+}
+
+static void record(const inf_ops *self, enum trace_op op, uint64_t t0_ns, uint64_t bytes, uint64_t flops) {
+    counter_add(&trace_of(self)->counters[op], now_ns() - t0_ns, bytes, flops);
+}
+
+/* Appends s[len] to the string in buf[n], truncated to fit. */
+static void append(char *buf, size_t n, const char *s, size_t len) {
+    const size_t used = strlen(buf), take = len < n - 1 - used ? len : n - 1 - used;
+    memcpy(buf + used, s, take);
+    buf[used + take] = 0;
+}
+
+/* Appends w's name as a weight line names it: "blk.3.ffn_down.weight" as
+ * "ffn_down" ("?" when unnamed). */
+static void append_weight_name(char *buf, size_t n, const inf_weight *w) {
+    const char *name = w->name ? w->name : "?";
+    if (!strncmp(name, "blk.", 4)) {
+        const char *dot = strchr(name + 4, '.');
+        if (dot) name = dot + 1;
+    }
+    size_t len = strlen(name);
+    if (len > 7 && !strcmp(name + len - 7, ".weight")) len -= 7;
+    append(buf, n, name, len);
+}
+
+/* Matmul's call of weights w[0 .. count) counted under their names too. */
+static void record_weights(const inf_ops *self, const inf_weight *const *w, int count_w, int n, int n_decode,
+                           uint64_t t0_ns, uint64_t bytes, uint64_t flops) {
+    const uint64_t dt = now_ns() - t0_ns;
+    inf_ops_trace *tr = trace_of(self);
+    char name[TRACE_WEIGHT_CHARS] = "";
+    for (int i = 0; i < count_w; i++) {
+        if (i) append(name, sizeof name, "+", 1);
+        append_weight_name(name, sizeof name, w[i]);
+    }
+    static const char prompt[] = ", prompt";
+    if (n_decode < n) append(name, sizeof name, prompt, sizeof prompt - 1);
+    pthread_mutex_lock(&tr->weights_lock);
+    int k = 0;
+    while (k < tr->n_weights && strcmp(tr->weights[k].name, name)) k++;
+    if (k == tr->n_weights && k < TRACE_MAX_WEIGHTS) {
+        memcpy(tr->weights[k].name, name, sizeof name);
+        tr->n_weights++;
+    }
+    pthread_mutex_unlock(&tr->weights_lock);
+    counter_add(&tr->weights[k].counter, dt, bytes, flops); /* k == TRACE_MAX_WEIGHTS: "other" */
+    counter_add(&tr->counters[TRACE_MATMUL], dt, bytes, flops);
 }
 
 /* ------------------------------------------------------------------ forwarding ops */
@@ -97,8 +163,8 @@ static void trace_matmul(const inf_ops *self, const inf_weight *w, const float *
     const uint64_t t0 = now_ns();
     in->matmul(in, w, x, n, n_decode, y, scratch);
     const uint64_t rows = (uint64_t)w->rows, cols = (uint64_t)w->cols;
-    record(self, TRACE_MATMUL, t0, rows * w->row_bytes + 4 * (uint64_t)n * (cols + rows),
-           2 * (uint64_t)n * rows * cols);
+    record_weights(self, &w, 1, n, n_decode, t0, rows * w->row_bytes + 4 * (uint64_t)n * (cols + rows),
+                   2 * (uint64_t)n * rows * cols);
 }
 
 /* Recorded as one matmul call with the group's traffic and flops. */
@@ -113,7 +179,7 @@ static void trace_matmul_group(const inf_ops *self, const inf_weight *const *w, 
         bytes += rows * w[i]->row_bytes + 4 * (uint64_t)n * rows;
         flops += 2 * (uint64_t)n * rows * (uint64_t)w[i]->cols;
     }
-    record(self, TRACE_MATMUL, t0, bytes, flops);
+    record_weights(self, w, count, n, n_decode, t0, bytes, flops);
 }
 
 /* A hint, forwarded and not counted. */
@@ -234,6 +300,20 @@ static inf_ops_trace *as_trace(const inf_ops *ops) {
     return ops && ops->matmul == trace_matmul ? trace_of(ops) : NULL;
 }
 
+static void counter_init(trace_counter *c) {
+    atomic_init(&c->calls, 0);
+    atomic_init(&c->total_ns, 0);
+    atomic_init(&c->bytes, 0);
+    atomic_init(&c->flops, 0);
+}
+
+static void counter_zero(trace_counter *c) {
+    atomic_store_explicit(&c->calls, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->total_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->bytes, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->flops, 0, memory_order_relaxed);
+}
+
 inf_ops *inf_ops_trace_new(const inf_ops *inner) {
     inf_ops_trace *tr = calloc(1, sizeof *tr);
     if (!tr) return NULL;
@@ -258,13 +338,10 @@ inf_ops *inf_ops_trace_new(const inf_ops *inner) {
         .attn_decode_seqs = trace_attn_decode_seqs,
         .attn_prefill = trace_attn_prefill,
     };
-    for (int i = 0; i < TRACE_N_OPS; i++) {
-        trace_counter *c = &tr->counters[i];
-        atomic_init(&c->calls, 0);
-        atomic_init(&c->total_ns, 0);
-        atomic_init(&c->bytes, 0);
-        atomic_init(&c->flops, 0);
-    }
+    for (int i = 0; i < TRACE_N_OPS; i++) counter_init(&tr->counters[i]);
+    for (int i = 0; i <= TRACE_MAX_WEIGHTS; i++) counter_init(&tr->weights[i].counter);
+    snprintf(tr->weights[TRACE_MAX_WEIGHTS].name, TRACE_WEIGHT_CHARS, "other");
+    pthread_mutex_init(&tr->weights_lock, NULL);
     return &tr->ops;
 }
 
@@ -278,8 +355,16 @@ static inf_op_stats load_stats(const trace_counter *c) {
 }
 
 bool inf_ops_trace_get(const inf_ops *traced, const char *op, inf_op_stats *out) {
-    const inf_ops_trace *tr = as_trace(traced);
+    inf_ops_trace *tr = as_trace(traced);
     if (!tr || !op) return false;
+    if (!strncmp(op, "matmul:", 7)) {
+        bool found = false;
+        pthread_mutex_lock(&tr->weights_lock);
+        for (int k = 0; k < tr->n_weights && !found; k++)
+            if ((found = !strcmp(op + 7, tr->weights[k].name))) *out = load_stats(&tr->weights[k].counter);
+        pthread_mutex_unlock(&tr->weights_lock);
+        return found;
+    }
     for (int i = 0; i < TRACE_N_OPS; i++)
         if (strcmp(op, trace_op_names[i]) == 0) {
             *out = load_stats(&tr->counters[i]);
@@ -291,13 +376,8 @@ bool inf_ops_trace_get(const inf_ops *traced, const char *op, inf_op_stats *out)
 void inf_ops_trace_reset(inf_ops *traced) {
     inf_ops_trace *tr = as_trace(traced);
     if (!tr) return;
-    for (int i = 0; i < TRACE_N_OPS; i++) {
-        trace_counter *c = &tr->counters[i];
-        atomic_store_explicit(&c->calls, 0, memory_order_relaxed);
-        atomic_store_explicit(&c->total_ns, 0, memory_order_relaxed);
-        atomic_store_explicit(&c->bytes, 0, memory_order_relaxed);
-        atomic_store_explicit(&c->flops, 0, memory_order_relaxed);
-    }
+    for (int i = 0; i < TRACE_N_OPS; i++) counter_zero(&tr->counters[i]);
+    for (int i = 0; i <= TRACE_MAX_WEIGHTS; i++) counter_zero(&tr->weights[i].counter);
 }
 
 /* Prints a rate column: value per nanosecond is G per second; "-" when not counted. */
@@ -306,8 +386,51 @@ static void print_rate(FILE *out, uint64_t amount, uint64_t ns) {
     else fprintf(out, " %9.2f", (double)amount / (double)ns);
 }
 
+/* Sorts order[0 .. n) by st[order[i]].total_ns, longest first (insertion: a few dozen entries). */
+static void sort_by_time(const inf_op_stats *st, int *order, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && st[order[j]].total_ns > st[order[j - 1]].total_ns; j--) {
+            const int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+}
+
+enum { TRACE_LABEL_WIDTH = 32 };
+
+static void print_row(FILE *out, const char *label, const inf_op_stats *st, uint64_t total_ns) {
+    const double ms = (double)st->total_ns / 1e6;
+    fprintf(out, "%-*s %9llu %11.3f %6.1f%% %10.4f", TRACE_LABEL_WIDTH, label, (unsigned long long)st->calls, ms,
+            total_ns ? 100.0 * (double)st->total_ns / (double)total_ns : 0.0, ms / (double)st->calls);
+    print_rate(out, st->bytes, st->total_ns);
+    print_rate(out, st->flops, st->total_ns);
+    fputc('\n', out);
+}
+
+/* Matmul's lines per weight, under its own, longest first. */
+static void print_weights(inf_ops_trace *tr, FILE *out, uint64_t total_ns) {
+    inf_op_stats st[TRACE_MAX_WEIGHTS + 1];
+    int order[TRACE_MAX_WEIGHTS + 1];
+    pthread_mutex_lock(&tr->weights_lock);
+    const int n = tr->n_weights + 1; /* and "other" */
+    for (int k = 0; k < n; k++) {
+        const int i = k < tr->n_weights ? k : TRACE_MAX_WEIGHTS;
+        st[k] = load_stats(&tr->weights[i].counter);
+        order[k] = k;
+    }
+    sort_by_time(st, order, n);
+    for (int k = 0; k < n; k++) {
+        const int i = order[k];
+        if (st[i].calls == 0) continue;
+        char label[TRACE_WEIGHT_CHARS + 2];
+        snprintf(label, sizeof label, "  %s", tr->weights[i < tr->n_weights ? i : TRACE_MAX_WEIGHTS].name);
+        print_row(out, label, &st[i], total_ns);
+    }
+    pthread_mutex_unlock(&tr->weights_lock);
+}
+
 void inf_ops_trace_print(const inf_ops *traced, FILE *out) {
-    const inf_ops_trace *tr = as_trace(traced);
+    inf_ops_trace *tr = as_trace(traced);
     if (!tr || !out) return;
     inf_op_stats st[TRACE_N_OPS];
     int order[TRACE_N_OPS];
@@ -318,28 +441,18 @@ void inf_ops_trace_print(const inf_ops *traced, FILE *out) {
         total_calls += st[i].calls;
         order[i] = i;
     }
-    /* insertion sort by time, longest first (ten entries) */
-    for (int i = 1; i < TRACE_N_OPS; i++)
-        for (int j = i; j > 0 && st[order[j]].total_ns > st[order[j - 1]].total_ns; j--) {
-            const int tmp = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = tmp;
-        }
+    sort_by_time(st, order, TRACE_N_OPS);
 
     fprintf(out, "op trace, backend %s\n", tr->inner->name);
-    fprintf(out, "%-14s %9s %11s %7s %10s %9s %9s\n", "op", "calls", "total ms", "share", "ms/call", "GB/s",
-            "GFLOP/s");
+    fprintf(out, "%-*s %9s %11s %7s %10s %9s %9s\n", TRACE_LABEL_WIDTH, "op", "calls", "total ms", "share", "ms/call",
+            "GB/s", "GFLOP/s");
     for (int k = 0; k < TRACE_N_OPS; k++) {
         const int i = order[k];
         if (st[i].calls == 0) continue;
-        const double ms = (double)st[i].total_ns / 1e6;
-        fprintf(out, "%-14s %9llu %11.3f %6.1f%% %10.4f", trace_op_names[i], (unsigned long long)st[i].calls, ms,
-                total_ns ? 100.0 * (double)st[i].total_ns / (double)total_ns : 0.0, ms / (double)st[i].calls);
-        print_rate(out, st[i].bytes, st[i].total_ns);
-        print_rate(out, st[i].flops, st[i].total_ns);
-        fputc('\n', out);
+        print_row(out, trace_op_names[i], &st[i], total_ns);
+        if (i == TRACE_MATMUL) print_weights(tr, out, total_ns);
     }
-    fprintf(out, "%-14s %9llu %11.3f %6.1f%%\n", "total", (unsigned long long)total_calls,
+    fprintf(out, "%-*s %9llu %11.3f %6.1f%%\n", TRACE_LABEL_WIDTH, "total", (unsigned long long)total_calls,
             (double)total_ns / 1e6, total_ns ? 100.0 : 0.0);
     if (tr->inner->stream_report) {
         char line[160] = "";
@@ -350,5 +463,7 @@ void inf_ops_trace_print(const inf_ops *traced, FILE *out) {
 
 void inf_ops_trace_free(inf_ops *traced) {
     inf_ops_trace *tr = as_trace(traced);
+    if (!tr) return;
+    pthread_mutex_destroy(&tr->weights_lock);
     free(tr);
 }

@@ -47,8 +47,8 @@ static const char *usage_text =
     "  --quantize q8_0       convert F32/F16/BF16 matrices to Q8_0 while loading\n"
     "  --kv-type T           KV cache element type: f32, f16 (default, as llama.cpp) or q8_0\n"
     CLI_ROPE_HELP
-    "  --trace               print calls and time per op at exit, and the weight\n"
-    "                        prefetch hint in use\n"
+    "  --trace               print calls and time per op (matmul also per weight)\n"
+    "                        at exit, and the weight prefetch hint in use\n"
     "\n"
     "Decoding: greedy (argmax, temperature 0) by default. With --chat, or when any of\n"
     "--temp, --top-k, --top-p, --min-p or --seed is given, it samples, and the model's\n"
