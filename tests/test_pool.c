@@ -2,8 +2,10 @@
  * test_pool.c — the thread pool: every task runs exactly once per job, jobs
  * run back to back and after the workers fell asleep, results are the same
  * for every thread count; idle work (inf_pool_idle) runs on the workers
- * only, stops when it says so, and never holds up the next job. Also built and run under ThreadSanitizer by
- * scripts/check.sh.
+ * only, stops when it says so, and never holds up the next job; a job's
+ * then steps (inf_pool_run_then) run after its tasks, on any thread, and
+ * hold up neither the job's end nor the next job. Also built and run under
+ * ThreadSanitizer by scripts/check.sh.
  */
 #include "harness.h"
 #include "core/pool.h"
@@ -124,9 +126,82 @@ static void run_idle_jobs(int n_threads) {
     inf_pool_free(p); /* joins the workers: the idle jobs outlive every step */
 }
 
+typedef struct then_job {
+    atomic_int steps, caller_steps;
+    atomic_int bad; /* a thread out of range, or a step after fn said stop */
+    int limit;      /* steps fn asks for; 0: endless */
+    int max_thread;
+} then_job;
+
+static bool then_step(void *ctx, int thread, int step) {
+    then_job *j = ctx;
+    if (thread < 0 || thread > j->max_thread || (j->limit && step >= j->limit)) atomic_store(&j->bad, 1);
+    atomic_fetch_add(&j->steps, 1);
+    if (thread == 0) atomic_fetch_add(&j->caller_steps, 1);
+    return j->limit == 0 || step + 1 < j->limit;
+}
+
+/* Then steps after a job's tasks: endless ones must give way to the job's
+ * end on the caller and to the next job on the workers (the test would
+ * hang otherwise), limited ones stop at their limit, and every task still
+ * runs once. */
+static void run_then_jobs(int n_threads) {
+    char name[64];
+    snprintf(name, sizeof name, "pool then steps, %d threads", n_threads);
+    test_begin(name);
+    inf_pool *p = inf_pool_new(n_threads);
+    if (!TEST_CHECK(p != NULL, "pool_new(%d)", n_threads)) return;
+    then_job endless = {.limit = 0, .max_thread = n_threads - 1}, limited = {.limit = 2, .max_thread = n_threads - 1};
+    then_job *both[2] = {&endless, &limited};
+    for (int k = 0; k < 2; k++) {
+        atomic_init(&both[k]->steps, 0);
+        atomic_init(&both[k]->caller_steps, 0);
+        atomic_init(&both[k]->bad, 0);
+    }
+    enum { MAX_TASKS = 1000 };
+    atomic_int hits[MAX_TASKS];
+    double out[MAX_TASKS];
+    const int sizes[] = {1, 2, 3, 64, 1000};
+    int wrong = 0;
+    for (int rep = 0; rep < 200; rep++) {
+        const int n_tasks = sizes[rep % 5];
+        for (int t = 0; t < n_tasks; t++) atomic_init(&hits[t], 0);
+        job j = {hits, out, n_threads - 1, 0};
+        inf_pool_run_then(p, n_tasks, count_task, &j, then_step, both[rep % 2]);
+        for (int t = 0; t < n_tasks; t++) wrong += atomic_load(&hits[t]) != 1;
+        wrong += atomic_load(&j.bad_thread) != 0;
+        if (rep % 50 == 0) { /* let the workers run the steps a while */
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    TEST_CHECK(wrong == 0, "%d tasks ran other than once, or on a thread out of range", wrong);
+    if (n_threads == 1) {
+        TEST_CHECK(atomic_load(&endless.steps) == 0 && atomic_load(&limited.steps) == 0,
+                   "one thread: no then steps run");
+    } else { /* a worker that finds no task left runs the steps until the next job */
+        atomic_int two[2];
+        atomic_init(&two[0], 0);
+        atomic_init(&two[1], 0);
+        job j = {two, out, n_threads - 1, 0};
+        const int before = atomic_load(&endless.steps) - atomic_load(&endless.caller_steps);
+        inf_pool_run_then(p, 2, count_task, &j, then_step, &endless);
+        for (int i = 0; i < 2000 && atomic_load(&endless.steps) - atomic_load(&endless.caller_steps) == before; i++) {
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        TEST_CHECK(atomic_load(&endless.steps) - atomic_load(&endless.caller_steps) > before,
+                   "then steps ran on the workers");
+    }
+    TEST_CHECK(atomic_load(&endless.bad) == 0 && atomic_load(&limited.bad) == 0,
+               "then steps ran on a thread out of range or past their limit");
+    inf_pool_free(p); /* joins the workers: the jobs outlive every step */
+}
+
 int main(void) {
     TEST_CHECK(inf_pool_new(0) == NULL, "pool of 0 threads is refused");
     for (int n = 1; n <= 4; n++) run_jobs(n);
     for (int n = 1; n <= 3; n++) run_idle_jobs(n);
+    for (int n = 1; n <= 3; n++) run_then_jobs(n);
     return test_summary();
 }

@@ -12,8 +12,9 @@
  *
  * Splits: matmul by weight rows (decode, and weights packed at load for
  * any token count: one range per thread, claimed from the front and
- * stolen from the back, run_ranges, whose front a worker may have read
- * ahead while the caller ran the ops before it, matmul_ahead; prefill:
+ * stolen from the back, run_ranges, whose front a thread may have read
+ * ahead while the caller ran the ops before it, matmul_ahead, or from the
+ * end of the dispatch before; prefill:
  * gemm row panels, each multiplied with every token), attention by
  * KV head (decode) and by KV head x query block (prefill, largest tasks
  * first), element-wise ops by rows or chunks once they are large enough to
@@ -163,6 +164,13 @@ inf_status inf_isa_select(inf_isa *out, inf_error *err) {
 
 /* ------------------------------------------------------------------ the backend */
 
+/* A read-ahead job's ctx (ahead_step): the backend, and which of its two
+ * sets of spans to read. */
+typedef struct ahead_job {
+    struct cpu_backend *c;
+    int set;
+} ahead_job;
+
 typedef struct thread_tmp {
     void *p;
     size_t bytes;
@@ -176,7 +184,11 @@ typedef struct cpu_backend {
     int n_threads;
     thread_tmp *tmp; /* [n_threads] */
     inf_share *slots; /* [n_threads] row ranges of the product running (run_ranges) */
-    struct ahead_spans *ahead; /* [n_threads] what each worker reads ahead (matmul_ahead) */
+    struct ahead_spans *ahead; /* [2][n_threads] what each thread reads ahead, two sets taking turns */
+    ahead_job ahead_jobs[2];   /* the jobs that read each set */
+    int ahead_set;             /* the set written last */
+    struct ahead_next *ahead_next;    /* [AHEAD_NEXT_SLOTS] what followed each decode dispatch */
+    const inf_weight *last_dispatch;  /* the last decode dispatch's first weight (compared, never read) */
     /* RoPE table of the last call: cos/sin [n_tok][2][head_dim/2] */
     float *rope_cs;     /* [rope_n_tok][head_dim]: cos, sin of each token's angles */
     int32_t *rope_pos;  /* [rope_n_tok] the positions it was computed for */
@@ -188,6 +200,9 @@ typedef struct cpu_backend {
 
 /* The backend came from inf_ops_cpu_new (non-const storage). */
 static cpu_backend *cpu_of(const inf_ops *self) { return (cpu_backend *)self; }
+
+static bool ahead_step(void *ctx, int thread, int step);
+static ahead_job *ahead_after(cpu_backend *c, const inf_weight *key, int n);
 
 /* Makes every thread's scratch at least `bytes`; false when that fails. */
 static bool ensure_tmp(cpu_backend *c, size_t bytes) {
@@ -222,6 +237,16 @@ static void run_tasks(cpu_backend *c, int tasks, inf_pool_fn fn, void *ctx, doub
         return;
     }
     for (int i = 0; i < tasks; i++) fn(ctx, i, 0);
+}
+
+/* run_tasks, the threads reading ahead for `then` once they find no task
+ * left (NULL: nothing to read). */
+static void run_tasks_then(cpu_backend *c, int tasks, inf_pool_fn fn, void *ctx, double work, ahead_job *then) {
+    if (tasks > 1 && work >= PARALLEL_MIN_WORK) {
+        inf_pool_run_then(c->pool, tasks, fn, ctx, then ? ahead_step : NULL, then);
+        return;
+    }
+    run_tasks(c, tasks, fn, ctx, work);
 }
 
 /* The i-th of `tasks` near-equal parts of [0, units), boundaries rounded to `align`. */
@@ -360,9 +385,9 @@ static int range_split(const cpu_backend *c, int64_t units, size_t row_bytes, in
 
 /* fn over rows [0, units) of row_bytes each, in pieces whose bounds are
  * multiples of `align` rows (a multiple of 16; or units), one share per
- * thread. */
+ * thread; then the threads read ahead for `then` (NULL: nothing). */
 static void run_ranges(cpu_backend *c, int64_t units, size_t row_bytes, int64_t align, range_fn fn, void *ctx,
-                       double work) {
+                       double work, ahead_job *then) {
     int64_t grain, grains;
     const int n_slots = range_split(c, units, row_bytes, align, &grain, &grains);
     if (n_slots == 1) {
@@ -375,7 +400,7 @@ static void run_ranges(cpu_backend *c, int64_t units, size_t row_bytes, int64_t 
         task_range(grains, n_slots, i, 1, &lo, &hi);
         inf_share_set(&c->slots[i], (uint32_t)lo, (uint32_t)hi);
     }
-    run_tasks(c, n_slots, range_task, &j, work);
+    run_tasks_then(c, n_slots, range_task, &j, work, then);
 }
 
 /* The rows a piece of a packed product starts at a multiple of: 16 for
@@ -390,14 +415,15 @@ enum { STREAM_TUNE_MAX_TOKENS = 16 }; /* decode-sized products: the stream is th
 /* run_ranges over a product of packed weights, `rows` of row_bytes. A
  * decode-sized one runs with the stream tuner's hint and is timed for it
  * (stream_tuner.h); a longer prompt's runs with the hint last chosen. */
-static void run_packed(cpu_backend *c, int n, int64_t rows, size_t row_bytes, range_fn fn, void *ctx, double work) {
+static void run_packed(cpu_backend *c, int n, int64_t rows, size_t row_bytes, range_fn fn, void *ctx, double work,
+                       ahead_job *then) {
     if (c->tuner.hints < 2 || n > STREAM_TUNE_MAX_TOKENS) {
-        run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work);
+        run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work, then);
         return;
     }
     c->k->stream_hint_set(stream_tuner_hint(&c->tuner));
     const double start = inf_monotonic_s();
-    run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work);
+    run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work, then);
     stream_tuner_record(&c->tuner, (double)rows * (double)row_bytes, inf_monotonic_s() - start);
 }
 
@@ -475,6 +501,7 @@ static bool use_gemm(const cpu_backend *c, inf_dtype type, int n, int n_decode) 
 
 static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int n, int n_decode, float *y,
                         void *scratch) {
+    c->last_dispatch = NULL; /* until a decode dispatch names itself (ahead_after) */
     matmul_job j = {.c = c, .w = w, .x = x, .n = n, .y = y, .scratch = scratch};
     const double work = (double)w->rows * (double)w->cols * n;
 
@@ -501,7 +528,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
     prepare_act(&j);
 
     if (packed) {
-        run_packed(c, n, w->rows, w->row_bytes, packed_rows, &j, work);
+        run_packed(c, n, w->rows, w->row_bytes, packed_rows, &j, work, ahead_after(c, w, n));
         return;
     }
     if (j.gemm) {
@@ -509,7 +536,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
         run_tasks(c, j.tasks, gemm_task, &j, work);
         return;
     }
-    run_ranges(c, w->rows, w->row_bytes, 16, matvec_rows, &j, work);
+    run_ranges(c, w->rows, w->row_bytes, 16, matvec_rows, &j, work, ahead_after(c, w, n));
 }
 
 /* Decode rows and prefill rows of a type whose kernels differ run as two
@@ -600,6 +627,7 @@ static bool group_shared(const cpu_backend *c, const inf_weight *const *w, int c
 static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
                              int n_decode, float *const *y, void *scratch) {
     cpu_backend *c = cpu_of(self);
+    c->last_dispatch = NULL; /* until a decode dispatch names itself (ahead_after) */
     bool packed;
     if (!group_shared(c, w, count, n, n_decode, &packed)) {
         for (int i = 0; i < count; i++) cpu_matmul(self, w[i], x, n, n_decode, y[i], scratch);
@@ -611,8 +639,8 @@ static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, in
     for (int i = 0; i < count; i++) j.total_rows += w[i]->rows;
     const double work = (double)j.total_rows * (double)w[0]->cols * n;
     /* group_shared: every weight of the group has w[0]'s row_bytes */
-    if (packed) run_packed(c, n, j.total_rows, w[0]->row_bytes, gemm_group_rows, &j, work);
-    else run_ranges(c, j.total_rows, w[0]->row_bytes, 16, matvec_group_rows, &j, work);
+    if (packed) run_packed(c, n, j.total_rows, w[0]->row_bytes, gemm_group_rows, &j, work, ahead_after(c, w[0], n));
+    else run_ranges(c, j.total_rows, w[0]->row_bytes, 16, matvec_group_rows, &j, work, ahead_after(c, w[0], n));
 }
 
 /* ------------------------------------------------------------------ reading ahead */
@@ -631,25 +659,51 @@ static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, in
  * and Q8_0 level. 16-64 lines alike, 128 and 256 level. Asking as well
  * for the activation rows, to be written (held by the thread that read
  * them in the last product), did as much alone and added nothing to
- * this. */
+ * this.
+ *
+ * The read-ahead starts earlier where the backend knows what comes next:
+ * matmul_ahead remembers which decode dispatch it followed (ahead_next,
+ * keyed by that dispatch's first weight), and the next time that dispatch
+ * runs, each thread that finds no task of it left reads its share of the
+ * successor ahead at once (inf_pool_run_then): a worker until the next
+ * job, the caller while it waits for the others' last tasks. The model's
+ * matmul_ahead then finds those spans set and goes on where they got to.
+ * The gaps it fills are a product's end (one thread still on its last
+ * grain) and the dispatch round trip, ~3 µs that each small product (o,
+ * down) lost against the large ones (trace.c). Zen 5 VM, 0.6B decode
+ * after 17, f16 cache, one process token by token against the same code
+ * without it: Q4_K_M +1.1..3.1% (four runs), Q4_0 +0.3..2.1% (four), Q6_K
+ * +0.4% and +0.8%, Q5_K_M +0.9% and +1.3%, IQ4_XS +1.2% and +2.3%, Q8_0
+ * +1.5% and +0.6%. The caller's own part is +0.4..1.3% of that; its reach
+ * a whole share front (AHEAD_MAX_BYTES) read 0-1.6% faster than 256 KiB,
+ * and 256 KiB than 64 KiB and 16 KiB. */
 enum {
     AHEAD_MAX_TOKENS = 16,       /* decode-sized products only */
     AHEAD_MAX_BYTES = 1 << 20,   /* per worker: within its L2 (or L3) */
     AHEAD_STEP_BYTES = 4096,      /* between looks at whether the product has come */
     AHEAD_CALLER_BYTES = 2048,   /* the caller's: a few lines in flight, not a stream it would wait on */
+    AHEAD_NEXT_SLOTS = 1024,     /* decode dispatches remembered: 4 a layer and the head, of any Qwen3 */
+    AHEAD_NEXT_PROBES = 16,
 };
 
-/* Where a worker reads ahead: its share's rows, as runs of bytes (one per
- * weight of a group). Atomics: a worker may still read them while the
- * next hint is written (a torn span only prefetches the wrong bytes). */
+/* Where a thread reads ahead: the front of its share, as runs of bytes (one
+ * per weight of a group), and how much of them it has asked for. Atomics:
+ * a worker may still read a set while a later one is written (a torn span
+ * or a stale `done` only misplaces prefetches). */
 typedef struct ahead_spans {
     _Alignas(64) _Atomic(uintptr_t) addr[MATMUL_GROUP_MAX];
     _Atomic size_t bytes[MATMUL_GROUP_MAX];
+    _Atomic size_t done; /* a job posted again on the same spans goes on from here */
 } ahead_spans;
 
+/* inf_pool_idle / inf_pool_run_then steps: the next AHEAD_STEP_BYTES of the
+ * thread's spans in the job's set. */
 static bool ahead_step(void *ctx, int thread, int step) {
-    ahead_spans *a = &((cpu_backend *)ctx)->ahead[thread];
-    size_t off = (size_t)step * AHEAD_STEP_BYTES;
+    (void)step; /* `done` says where */
+    const ahead_job *job = ctx;
+    ahead_spans *a = &job->c->ahead[(size_t)job->set * (size_t)job->c->n_threads + (size_t)thread];
+    const size_t done = atomic_load_explicit(&a->done, memory_order_relaxed);
+    size_t off = done;
     for (int s = 0; s < MATMUL_GROUP_MAX; s++) {
         const size_t bytes = atomic_load_explicit(&a->bytes[s], memory_order_relaxed);
         if (off >= bytes) {
@@ -658,77 +712,152 @@ static bool ahead_step(void *ctx, int thread, int step) {
         }
         const char *p = (const char *)atomic_load_explicit(&a->addr[s], memory_order_relaxed) + off;
         const size_t n = INF_MIN(bytes - off, (size_t)AHEAD_STEP_BYTES);
+        atomic_store_explicit(&a->done, done + n, memory_order_relaxed);
         for (size_t i = 0; i < n; i += 64) __builtin_prefetch(p + i, 0, 3);
         return true;
     }
     return false;
 }
 
-/* The bytes of rows [r0, r1) of w as the next product reads them (packed
- * rows are in groups: their place is taken in proportion). */
-static void weight_span(const cpu_backend *c, const inf_weight *w, int64_t r0, int64_t r1, uintptr_t *addr,
-                        size_t *bytes) {
-    const bool packed = packed_here(c, w);
-    const size_t total = packed ? c->k->packed_bytes(w) : (size_t)w->rows * w->row_bytes;
-    const size_t b0 = (size_t)((double)total * (double)r0 / (double)w->rows);
-    const size_t b1 = (size_t)((double)total * (double)r1 / (double)w->rows);
-    *addr = (uintptr_t)(packed ? w->packed : w->data) + b0;
-    *bytes = b1 - b0;
+/* What reading a dispatch's shares ahead needs, taken from its weights
+ * when the model names them (matmul_ahead) and kept for the next time the
+ * dispatch before it runs (ahead_next): sizes and addresses, no pointer
+ * to a weight, so that a stale plan only misplaces prefetches. */
+typedef struct ahead_plan {
+    int count;                        /* weights, their rows in this order */
+    uintptr_t base[MATMUL_GROUP_MAX]; /* where each one's rows lie, packed or not */
+    size_t bytes[MATMUL_GROUP_MAX];   /* all of its rows' */
+    int64_t rows[MATMUL_GROUP_MAX];
+    size_t row_bytes;                 /* of the first (a shared dispatch's are alike) */
+    int64_t units, grain, grains;     /* run_ranges' split (range_split) */
+    int n_slots;
+} ahead_plan;
+
+/* The plan of the dispatch of w[0 .. count) for n tokens (the group's
+ * rows together, or its first weight's: as the dispatch will run); false
+ * when it is not one that run_ranges splits. */
+static bool ahead_plan_make(const cpu_backend *c, const inf_weight *const *w, int count, int n, ahead_plan *p) {
+    if (c->n_threads == 1 || !c->k || n > AHEAD_MAX_TOKENS || count < 1 || range_align(c, n) != 16) return false;
+    bool packed;
+    if (count > 1 && !group_shared(c, w, count, n, n, &packed)) count = 1;
+    if (count == 1 && !(packed_here(c, w[0]) || (isa_matvec(c, w[0]->type) && !use_gemm(c, w[0]->type, n, n))))
+        return false;
+    *p = (ahead_plan){.count = count, .row_bytes = w[0]->row_bytes};
+    for (int i = 0; i < count; i++) {
+        const bool packed_i = packed_here(c, w[i]);
+        p->base[i] = (uintptr_t)(packed_i ? w[i]->packed : w[i]->data);
+        p->bytes[i] = packed_i ? c->k->packed_bytes(w[i]) : (size_t)w[i]->rows * w[i]->row_bytes;
+        p->rows[i] = w[i]->rows;
+        p->units += w[i]->rows;
+    }
+    p->n_slots = range_split(c, p->units, p->row_bytes, 16, &p->grain, &p->grains);
+    return p->n_slots > 1;
 }
 
-/* Rows [lo, hi) of the concatenation of w[0 .. count) as runs of bytes,
- * one per weight (0 bytes where a weight has none of them). */
-static void rows_spans(const cpu_backend *c, const inf_weight *const *w, int count, int64_t lo, int64_t hi,
-                       uintptr_t addr[MATMUL_GROUP_MAX], size_t bytes[MATMUL_GROUP_MAX]) {
+/* Thread t's spans: the first `max_bytes` of its share (run_ranges' split,
+ * thread t's slot t), as runs of bytes, one per weight (0 bytes where a
+ * weight has none of them; packed rows are in groups: their place is taken
+ * in proportion). */
+static void ahead_plan_spans(const ahead_plan *p, int t, size_t max_bytes, uintptr_t addr[MATMUL_GROUP_MAX],
+                             size_t bytes[MATMUL_GROUP_MAX]) {
+    int64_t lo = 0, hi = 0;
+    if (t < p->n_slots) {
+        task_range(p->grains, p->n_slots, t, 1, &lo, &hi);
+        lo = INF_MIN(p->units, lo * p->grain);
+        hi = INF_MIN(p->units, INF_MIN(hi * p->grain, lo + (int64_t)(AHEAD_MAX_BYTES / p->row_bytes)));
+    }
     int64_t base = 0;
+    size_t left = max_bytes;
     for (int i = 0; i < MATMUL_GROUP_MAX; i++) {
         addr[i] = 0;
         bytes[i] = 0;
-        if (i >= count) continue;
-        const int64_t r0 = INF_MAX(lo, base) - base, r1 = INF_MIN(hi, base + w[i]->rows) - base;
-        if (r0 < r1) weight_span(c, w[i], r0, r1, &addr[i], &bytes[i]);
-        base += w[i]->rows;
+        if (i >= p->count) continue;
+        const int64_t r0 = INF_MAX(lo, base) - base, r1 = INF_MIN(hi, base + p->rows[i]) - base;
+        base += p->rows[i];
+        if (r0 >= r1) continue;
+        const size_t b0 = (size_t)((double)p->bytes[i] * (double)r0 / (double)p->rows[i]);
+        const size_t b1 = (size_t)((double)p->bytes[i] * (double)r1 / (double)p->rows[i]);
+        addr[i] = p->base[i] + b0;
+        bytes[i] = INF_MIN(b1 - b0, left);
+        left -= bytes[i];
     }
+}
+
+/* The job that reads plan p ahead: the set written last when it already
+ * holds p's spans (a read-ahead begun after the dispatch before goes on
+ * where it got to), else the other set, written now (the workers read
+ * only the last one posted). */
+static ahead_job *ahead_job_for(cpu_backend *c, const ahead_plan *p) {
+    const size_t n = (size_t)c->n_threads;
+    ahead_spans *set = &c->ahead[(size_t)c->ahead_set * n];
+    bool same = true;
+    for (size_t t = 0; t < n && same; t++) {
+        uintptr_t addr[MATMUL_GROUP_MAX];
+        size_t bytes[MATMUL_GROUP_MAX];
+        ahead_plan_spans(p, (int)t, AHEAD_MAX_BYTES, addr, bytes);
+        for (int i = 0; i < MATMUL_GROUP_MAX; i++)
+            same = same && atomic_load_explicit(&set[t].addr[i], memory_order_relaxed) == addr[i] &&
+                   atomic_load_explicit(&set[t].bytes[i], memory_order_relaxed) == bytes[i];
+    }
+    if (same) return &c->ahead_jobs[c->ahead_set];
+    c->ahead_set ^= 1;
+    set = &c->ahead[(size_t)c->ahead_set * n];
+    for (size_t t = 0; t < n; t++) {
+        uintptr_t addr[MATMUL_GROUP_MAX];
+        size_t bytes[MATMUL_GROUP_MAX];
+        ahead_plan_spans(p, (int)t, AHEAD_MAX_BYTES, addr, bytes);
+        for (int i = 0; i < MATMUL_GROUP_MAX; i++) {
+            atomic_store_explicit(&set[t].addr[i], addr[i], memory_order_relaxed);
+            atomic_store_explicit(&set[t].bytes[i], bytes[i], memory_order_relaxed);
+        }
+        atomic_store_explicit(&set[t].done, 0, memory_order_relaxed);
+    }
+    return &c->ahead_jobs[c->ahead_set];
+}
+
+/* What the model named after a decode dispatch, the last time it ran. */
+typedef struct ahead_next {
+    const inf_weight *key; /* the dispatch's first weight (compared, never read); NULL: free */
+    ahead_plan plan;
+} ahead_next;
+
+/* key's entry, or the free one where it goes (open addressing; when
+ * AHEAD_NEXT_PROBES slots find neither, the last of them is taken over). */
+static ahead_next *ahead_next_entry(cpu_backend *c, const inf_weight *key) {
+    const size_t home = (size_t)(((uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15u) >> 40);
+    ahead_next *e = NULL;
+    for (int probe = 0; probe < AHEAD_NEXT_PROBES; probe++) {
+        e = &c->ahead_next[(home + (size_t)probe) % AHEAD_NEXT_SLOTS];
+        if (e->key == key || !e->key) break;
+    }
+    return e;
+}
+
+/* Before a decode-sized dispatch whose first weight is `key`: the job its
+ * threads read ahead once they find no task left, the dispatch the model
+ * named after it the last time (NULL: none known). */
+static ahead_job *ahead_after(cpu_backend *c, const inf_weight *key, int n) {
+    if (c->n_threads == 1 || n > AHEAD_MAX_TOKENS) return NULL;
+    c->last_dispatch = key;
+    const ahead_next *e = ahead_next_entry(c, key);
+    return e->key == key ? ahead_job_for(c, &e->plan) : NULL;
 }
 
 static void cpu_matmul_ahead(const inf_ops *self, const inf_weight *const *w, int count, int n) {
     cpu_backend *c = cpu_of(self);
-    if (c->n_threads == 1 || !c->k || n > AHEAD_MAX_TOKENS || count < 1 || range_align(c, n) != 16) return;
-    /* the next dispatch: the group's rows together, or its first weight's */
-    bool packed;
-    if (count > 1 && !group_shared(c, w, count, n, n, &packed)) count = 1;
-    if (count == 1 && !(packed_here(c, w[0]) || (isa_matvec(c, w[0]->type) && !use_gemm(c, w[0]->type, n, n))))
-        return;
-    int64_t units = 0;
-    for (int i = 0; i < count; i++) units += w[i]->rows;
-    int64_t grain, grains;
-    const int n_slots = range_split(c, units, w[0]->row_bytes, 16, &grain, &grains);
-    if (n_slots == 1) return;
-    for (int t = 0; t < c->n_threads; t++) {
-        int64_t lo = 0, hi = 0;
-        if (t < n_slots) {
-            task_range(grains, n_slots, t, 1, &lo, &hi);
-            lo = INF_MIN(units, lo * grain);
-            hi = INF_MIN(units, INF_MIN(hi * grain, lo + (int64_t)(AHEAD_MAX_BYTES / w[0]->row_bytes)));
-        }
-        uintptr_t addr[MATMUL_GROUP_MAX];
-        size_t bytes[MATMUL_GROUP_MAX];
-        rows_spans(c, w, count, lo, hi, addr, bytes);
-        if (t == 0) { /* into L2: the first bytes of the caller's share */
-            size_t left = AHEAD_CALLER_BYTES;
-            for (int i = 0; i < MATMUL_GROUP_MAX && left > 0; i++) {
-                const size_t b = INF_MIN(bytes[i], left);
-                for (size_t o = 0; o < b; o += 64) __builtin_prefetch((const char *)addr[i] + o, 0, 2);
-                left -= b;
-            }
-            continue;
-        }
-        for (int i = 0; i < MATMUL_GROUP_MAX; i++) {
-            atomic_store_explicit(&c->ahead[t].addr[i], addr[i], memory_order_relaxed);
-            atomic_store_explicit(&c->ahead[t].bytes[i], bytes[i], memory_order_relaxed);
-        }
+    ahead_plan plan;
+    if (!ahead_plan_make(c, w, count, n, &plan)) return;
+    if (c->last_dispatch) {
+        ahead_next *e = ahead_next_entry(c, c->last_dispatch);
+        e->key = c->last_dispatch;
+        e->plan = plan;
     }
-    inf_pool_idle(c->pool, ahead_step, c);
+    uintptr_t addr[MATMUL_GROUP_MAX];
+    size_t bytes[MATMUL_GROUP_MAX];
+    ahead_plan_spans(&plan, 0, AHEAD_CALLER_BYTES, addr, bytes); /* into L2: the front of the caller's share */
+    for (int i = 0; i < MATMUL_GROUP_MAX; i++)
+        for (size_t o = 0; o < bytes[i]; o += 64) __builtin_prefetch((const char *)addr[i] + o, 0, 2);
+    inf_pool_idle(c->pool, ahead_step, ahead_job_for(c, &plan));
 }
 
 /* ------------------------------------------------------------------ packed weights */
@@ -1276,12 +1405,16 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
     c->pool = inf_pool_new(n_threads);
     c->tmp = calloc((size_t)n_threads, sizeof *c->tmp);
     c->slots = inf_alloc_aligned((size_t)n_threads * sizeof *c->slots);
-    c->ahead = inf_alloc_aligned((size_t)n_threads * sizeof *c->ahead);
+    c->ahead = inf_alloc_aligned(2 * (size_t)n_threads * sizeof *c->ahead);
+    if (c->ahead) memset(c->ahead, 0, 2 * (size_t)n_threads * sizeof *c->ahead);
+    c->ahead_jobs[0] = (ahead_job){c, 0};
+    c->ahead_jobs[1] = (ahead_job){c, 1};
+    c->ahead_next = calloc(AHEAD_NEXT_SLOTS, sizeof *c->ahead_next);
     if (c->k && c->k->stream_hints > 1 && c->k->stream_hint_set && c->k->stream_hint_initial)
         stream_tuner_init(&c->tuner, c->k->stream_hints, c->k->stream_hint_initial());
     else
         stream_tuner_init(&c->tuner, 1, 0);
-    if (!c->pool || !c->tmp || !c->slots || !c->ahead) {
+    if (!c->pool || !c->tmp || !c->slots || !c->ahead || !c->ahead_next) {
         inf_ops_cpu_free(&c->ops);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for %d threads", n_threads);
     }
@@ -1322,6 +1455,7 @@ void inf_ops_cpu_free(inf_ops *ops) {
     free(c->tmp);
     inf_free_aligned(c->slots);
     inf_free_aligned(c->ahead);
+    free(c->ahead_next);
     inf_free_aligned(c->rope_cs);
     free(c->rope_pos);
     free(c);

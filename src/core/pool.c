@@ -16,7 +16,10 @@
  * An idle job is a generation of its own: `idle_generation` names it
  * (stored before the bump), its fn and ctx are atomics (a worker may load
  * them after the caller has posted again), and a worker runs its steps
- * while `generation` still equals it.
+ * while `generation` still equals it. A job's `then` steps (inf_pool_run_then)
+ * follow its tasks in the same way: `then_generation` names the job that
+ * has them, and a worker that found no task left runs them while
+ * `generation` still equals it; the caller runs its own while it waits.
  */
 #include "core/pool.h"
 
@@ -59,6 +62,10 @@ struct inf_pool {
     atomic_uint idle_generation;
     _Atomic(inf_pool_idle_fn) idle_fn;
     _Atomic(void *) idle_ctx;
+    /* the last job's steps after its tasks (inf_pool_run_then) */
+    atomic_uint then_generation;
+    _Atomic(inf_pool_idle_fn) then_fn;
+    _Atomic(void *) then_ctx;
 };
 
 static void run_tasks(inf_pool *p, int thread) {
@@ -71,9 +78,8 @@ static void run_tasks(inf_pool *p, int thread) {
     }
 }
 
-static void run_idle(inf_pool *p, unsigned gen, int thread) {
-    const inf_pool_idle_fn fn = atomic_load_explicit(&p->idle_fn, memory_order_relaxed);
-    void *ctx = atomic_load_explicit(&p->idle_ctx, memory_order_relaxed);
+/* fn's steps while generation `gen` lasts (an idle job, or a job's then). */
+static void run_steps(inf_pool *p, unsigned gen, inf_pool_idle_fn fn, void *ctx, int thread) {
     if (!fn) return;
     for (int step = 0; atomic_load_explicit(&p->generation, memory_order_relaxed) == gen &&
                        !atomic_load_explicit(&p->stop, memory_order_relaxed);
@@ -104,8 +110,15 @@ static void *worker_main(void *arg) {
         }
         if (atomic_load(&p->stop)) break;
         seen = gen;
-        if (gen == atomic_load_explicit(&p->idle_generation, memory_order_relaxed)) run_idle(p, gen, wa->index);
-        else run_tasks(p, wa->index);
+        if (gen == atomic_load_explicit(&p->idle_generation, memory_order_relaxed)) {
+            run_steps(p, gen, atomic_load_explicit(&p->idle_fn, memory_order_relaxed),
+                      atomic_load_explicit(&p->idle_ctx, memory_order_relaxed), wa->index);
+            continue;
+        }
+        run_tasks(p, wa->index);
+        if (gen == atomic_load_explicit(&p->then_generation, memory_order_relaxed))
+            run_steps(p, gen, atomic_load_explicit(&p->then_fn, memory_order_relaxed),
+                      atomic_load_explicit(&p->then_ctx, memory_order_relaxed), wa->index);
     }
     return NULL;
 }
@@ -124,6 +137,9 @@ inf_pool *inf_pool_new(int n_threads) {
     atomic_init(&p->idle_generation, 0);
     atomic_init(&p->idle_fn, NULL);
     atomic_init(&p->idle_ctx, NULL);
+    atomic_init(&p->then_generation, 0);
+    atomic_init(&p->then_fn, NULL);
+    atomic_init(&p->then_ctx, NULL);
     if (n_threads > 1) {
         p->threads = calloc((size_t)n_threads, sizeof *p->threads);
         p->args = calloc((size_t)n_threads, sizeof *p->args);
@@ -162,6 +178,10 @@ void inf_pool_free(inf_pool *p) {
 int inf_pool_threads(const inf_pool *p) { return p->n_threads; }
 
 void inf_pool_run(inf_pool *p, int n_tasks, inf_pool_fn fn, void *ctx) {
+    inf_pool_run_then(p, n_tasks, fn, ctx, NULL, NULL);
+}
+
+void inf_pool_run_then(inf_pool *p, int n_tasks, inf_pool_fn fn, void *ctx, inf_pool_idle_fn then, void *then_ctx) {
     if (n_tasks <= 0) return;
     if (p->n_threads == 1 || n_tasks == 1) {
         for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
@@ -171,15 +191,24 @@ void inf_pool_run(inf_pool *p, int n_tasks, inf_pool_fn fn, void *ctx) {
     p->ctx = ctx;
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     atomic_store_explicit(&p->claim, (uint64_t)n_tasks << 32, memory_order_release);
-    /* not an idle job, even when the counter wraps onto the last one's */
-    atomic_store_explicit(&p->idle_generation, atomic_load_explicit(&p->generation, memory_order_relaxed),
-                          memory_order_relaxed);
+    /* not an idle job, even when the counter wraps onto the last one's;
+     * one with then steps only if `then` (the caller is the only writer
+     * of generation: +1 is this job's) */
+    const unsigned last = atomic_load_explicit(&p->generation, memory_order_relaxed);
+    atomic_store_explicit(&p->idle_generation, last, memory_order_relaxed);
+    atomic_store_explicit(&p->then_fn, then, memory_order_relaxed);
+    atomic_store_explicit(&p->then_ctx, then_ctx, memory_order_relaxed);
+    atomic_store_explicit(&p->then_generation, then ? last + 1 : last, memory_order_relaxed);
     pthread_mutex_lock(&p->mutex);
     atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     if (p->sleepers) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mutex);
     run_tasks(p, 0);
-    while (atomic_load_explicit(&p->done, memory_order_acquire) < n_tasks) cpu_relax();
+    bool stepping = then != NULL;
+    for (int step = 0; atomic_load_explicit(&p->done, memory_order_acquire) < n_tasks;) {
+        if (stepping) stepping = then(then_ctx, 0, step++);
+        else cpu_relax();
+    }
 }
 
 void inf_pool_idle(inf_pool *p, inf_pool_idle_fn fn, void *ctx) {

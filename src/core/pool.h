@@ -43,4 +43,14 @@ typedef bool (*inf_pool_idle_fn)(void *ctx, int thread, int step);
 /* From the caller's thread, as inf_pool_run; a no-op with one thread. */
 void inf_pool_idle(inf_pool *pool, inf_pool_idle_fn fn, void *ctx);
 
+/* inf_pool_run, and then each thread that finds no task of the job left
+ * calls then(then_ctx, thread, step) for step 0, 1, 2, ... until then
+ * returns false: the caller while the other threads finish their tasks
+ * (it returns once they have, whatever its step), a worker until the next
+ * job is posted, with an idle fn's rules (short steps, hints only,
+ * then_ctx read after the call may have returned). then NULL: inf_pool_run;
+ * a run that takes the caller alone (one task, or one thread) has none. */
+void inf_pool_run_then(inf_pool *pool, int n_tasks, inf_pool_fn fn, void *ctx, inf_pool_idle_fn then,
+                       void *then_ctx);
+
 #endif /* INF_POOL_H */
