@@ -67,17 +67,40 @@ static void run_jobs(int n_threads) {
     inf_pool_free(p);
 }
 
-typedef struct idle_job {
-    atomic_int steps;
-    atomic_int bad; /* a step on the caller's thread, or after fn said stop */
-    int limit;      /* steps fn asks for; 0: endless */
-} idle_job;
+/* Steps of idle work (inf_pool_idle) or of a job's then (inf_pool_run_then). */
+typedef struct step_job {
+    atomic_int steps, caller_steps;
+    atomic_int bad;             /* a step on a thread out of range, or after fn said stop */
+    int limit;                  /* steps fn asks for; 0: endless */
+    int min_thread, max_thread; /* idle work: the workers only */
+} step_job;
 
-static bool idle_step(void *ctx, int thread, int step) {
-    idle_job *j = ctx;
-    if (thread < 1 || (j->limit && step >= j->limit)) atomic_store(&j->bad, 1);
+static step_job step_job_new(int limit, int min_thread, int max_thread) {
+    step_job j = {.limit = limit, .min_thread = min_thread, .max_thread = max_thread};
+    atomic_init(&j.steps, 0);
+    atomic_init(&j.caller_steps, 0);
+    atomic_init(&j.bad, 0);
+    return j;
+}
+
+static bool count_step(void *ctx, int thread, int step) {
+    step_job *j = ctx;
+    if (thread < j->min_thread || thread > j->max_thread || (j->limit && step >= j->limit)) atomic_store(&j->bad, 1);
     atomic_fetch_add(&j->steps, 1);
+    if (thread == 0) atomic_fetch_add(&j->caller_steps, 1);
     return j->limit == 0 || step + 1 < j->limit;
+}
+
+/* Steps j's workers (not the caller) have run. */
+static int worker_steps(step_job *j) { return atomic_load(&j->steps) - atomic_load(&j->caller_steps); }
+
+/* Whether j's workers run more than `before` steps within about 2 s. */
+static bool workers_step(step_job *j, int before) {
+    for (int i = 0; i < 2000 && worker_steps(j) == before; i++) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return worker_steps(j) > before;
 }
 
 /* Idle work between jobs: endless idle work must give way to every job
@@ -88,17 +111,13 @@ static void run_idle_jobs(int n_threads) {
     test_begin(name);
     inf_pool *p = inf_pool_new(n_threads);
     if (!TEST_CHECK(p != NULL, "pool_new(%d)", n_threads)) return;
-    idle_job endless = {.limit = 0}, limited = {.limit = 3};
-    atomic_init(&endless.steps, 0);
-    atomic_init(&endless.bad, 0);
-    atomic_init(&limited.steps, 0);
-    atomic_init(&limited.bad, 0);
+    step_job endless = step_job_new(0, 1, n_threads - 1), limited = step_job_new(3, 1, n_threads - 1);
     enum { N_TASKS = 64 };
     atomic_int hits[N_TASKS];
     double out[N_TASKS];
     int wrong = 0;
     for (int rep = 0; rep < 200; rep++) {
-        inf_pool_idle(p, idle_step, rep % 2 ? (void *)&limited : (void *)&endless);
+        inf_pool_idle(p, count_step, rep % 2 ? (void *)&limited : (void *)&endless);
         if (rep % 50 == 0) { /* let the workers run it a while */
             struct timespec ts = {0, 2 * 1000 * 1000};
             nanosleep(&ts, NULL);
@@ -113,32 +132,13 @@ static void run_idle_jobs(int n_threads) {
         TEST_CHECK(atomic_load(&endless.steps) == 0 && atomic_load(&limited.steps) == 0,
                    "one thread: no idle work runs");
     } else { /* a worker spinning after the last job takes the next idle work */
-        inf_pool_idle(p, idle_step, &endless);
-        const int before = atomic_load(&endless.steps);
-        for (int i = 0; i < 2000 && atomic_load(&endless.steps) == before; i++) {
-            struct timespec ts = {0, 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-        TEST_CHECK(atomic_load(&endless.steps) > before, "idle work posted to spinning workers ran");
+        const int before = worker_steps(&endless);
+        inf_pool_idle(p, count_step, &endless);
+        TEST_CHECK(workers_step(&endless, before), "idle work posted to spinning workers ran");
     }
     TEST_CHECK(atomic_load(&endless.bad) == 0 && atomic_load(&limited.bad) == 0,
                "idle steps ran on the caller's thread or past their limit");
     inf_pool_free(p); /* joins the workers: the idle jobs outlive every step */
-}
-
-typedef struct then_job {
-    atomic_int steps, caller_steps;
-    atomic_int bad; /* a thread out of range, or a step after fn said stop */
-    int limit;      /* steps fn asks for; 0: endless */
-    int max_thread;
-} then_job;
-
-static bool then_step(void *ctx, int thread, int step) {
-    then_job *j = ctx;
-    if (thread < 0 || thread > j->max_thread || (j->limit && step >= j->limit)) atomic_store(&j->bad, 1);
-    atomic_fetch_add(&j->steps, 1);
-    if (thread == 0) atomic_fetch_add(&j->caller_steps, 1);
-    return j->limit == 0 || step + 1 < j->limit;
 }
 
 /* Then steps after a job's tasks: endless ones must give way to the job's
@@ -151,13 +151,8 @@ static void run_then_jobs(int n_threads) {
     test_begin(name);
     inf_pool *p = inf_pool_new(n_threads);
     if (!TEST_CHECK(p != NULL, "pool_new(%d)", n_threads)) return;
-    then_job endless = {.limit = 0, .max_thread = n_threads - 1}, limited = {.limit = 2, .max_thread = n_threads - 1};
-    then_job *both[2] = {&endless, &limited};
-    for (int k = 0; k < 2; k++) {
-        atomic_init(&both[k]->steps, 0);
-        atomic_init(&both[k]->caller_steps, 0);
-        atomic_init(&both[k]->bad, 0);
-    }
+    step_job endless = step_job_new(0, 0, n_threads - 1), limited = step_job_new(2, 0, n_threads - 1);
+    step_job *both[2] = {&endless, &limited};
     enum { MAX_TASKS = 1000 };
     atomic_int hits[MAX_TASKS];
     double out[MAX_TASKS];
@@ -167,7 +162,7 @@ static void run_then_jobs(int n_threads) {
         const int n_tasks = sizes[rep % 5];
         for (int t = 0; t < n_tasks; t++) atomic_init(&hits[t], 0);
         job j = {hits, out, n_threads - 1, 0};
-        inf_pool_run_then(p, n_tasks, count_task, &j, then_step, both[rep % 2]);
+        inf_pool_run_then(p, n_tasks, count_task, &j, count_step, both[rep % 2]);
         for (int t = 0; t < n_tasks; t++) wrong += atomic_load(&hits[t]) != 1;
         wrong += atomic_load(&j.bad_thread) != 0;
         if (rep % 50 == 0) { /* let the workers run the steps a while */
@@ -184,14 +179,9 @@ static void run_then_jobs(int n_threads) {
         atomic_init(&two[0], 0);
         atomic_init(&two[1], 0);
         job j = {two, out, n_threads - 1, 0};
-        const int before = atomic_load(&endless.steps) - atomic_load(&endless.caller_steps);
-        inf_pool_run_then(p, 2, count_task, &j, then_step, &endless);
-        for (int i = 0; i < 2000 && atomic_load(&endless.steps) - atomic_load(&endless.caller_steps) == before; i++) {
-            struct timespec ts = {0, 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-        TEST_CHECK(atomic_load(&endless.steps) - atomic_load(&endless.caller_steps) > before,
-                   "then steps ran on the workers");
+        const int before = worker_steps(&endless);
+        inf_pool_run_then(p, 2, count_task, &j, count_step, &endless);
+        TEST_CHECK(workers_step(&endless, before), "then steps ran on the workers");
     }
     TEST_CHECK(atomic_load(&endless.bad) == 0 && atomic_load(&limited.bad) == 0,
                "then steps ran on a thread out of range or past their limit");
