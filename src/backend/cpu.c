@@ -205,6 +205,14 @@ static cpu_backend *cpu_of(const inf_ops *self) { return (cpu_backend *)self; }
 static bool ahead_step(void *ctx, int thread, int step);
 static ahead_job *ahead_after(cpu_backend *c, const inf_weight *key, int n);
 
+/* A matmul starts: the read-ahead matmul_ahead posted is no longer the
+ * next product's, and this one is no decode dispatch to remember until it
+ * names itself (ahead_after). */
+static void product_begins(cpu_backend *c) {
+    c->last_dispatch = NULL;
+    c->ahead_posted = NULL;
+}
+
 /* Makes every thread's scratch at least `bytes`; false when that fails. */
 static bool ensure_tmp(cpu_backend *c, size_t bytes) {
     for (int i = 0; i < c->n_threads; i++) {
@@ -230,24 +238,19 @@ static int split_tasks(const cpu_backend *c, int64_t units, int64_t min_units, i
  * the calling thread: a dispatch costs microseconds. */
 enum { PARALLEL_MIN_WORK = 1 << 17 };
 
-/* Runs tasks 0..tasks-1 of fn on the pool, or in the calling thread (as
- * thread 0) when the op is small. */
-static void run_tasks(cpu_backend *c, int tasks, inf_pool_fn fn, void *ctx, double work) {
-    if (tasks > 1 && work >= PARALLEL_MIN_WORK) {
-        inf_pool_run(c->pool, tasks, fn, ctx);
-        return;
-    }
-    for (int i = 0; i < tasks; i++) fn(ctx, i, 0);
-}
-
-/* run_tasks, the threads reading ahead for `then` once they find no task
- * left (NULL: nothing to read). */
+/* Runs tasks 0..tasks-1 of fn on the pool, the threads then reading ahead
+ * for `then` once they find no task left (NULL: nothing to read); or in
+ * the calling thread (as thread 0) when the op is small. */
 static void run_tasks_then(cpu_backend *c, int tasks, inf_pool_fn fn, void *ctx, double work, ahead_job *then) {
     if (tasks > 1 && work >= PARALLEL_MIN_WORK) {
         inf_pool_run_then(c->pool, tasks, fn, ctx, then ? ahead_step : NULL, then);
         return;
     }
-    run_tasks(c, tasks, fn, ctx, work);
+    for (int i = 0; i < tasks; i++) fn(ctx, i, 0);
+}
+
+static void run_tasks(cpu_backend *c, int tasks, inf_pool_fn fn, void *ctx, double work) {
+    run_tasks_then(c, tasks, fn, ctx, work, NULL);
 }
 
 /* The i-th of `tasks` near-equal parts of [0, units), boundaries rounded to `align`. */
@@ -502,8 +505,7 @@ static bool use_gemm(const cpu_backend *c, inf_dtype type, int n, int n_decode) 
 
 static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int n, int n_decode, float *y,
                         void *scratch) {
-    c->last_dispatch = NULL; /* until a decode dispatch names itself (ahead_after) */
-    c->ahead_posted = NULL;
+    product_begins(c);
     matmul_job j = {.c = c, .w = w, .x = x, .n = n, .y = y, .scratch = scratch};
     const double work = (double)w->rows * (double)w->cols * n;
 
@@ -629,8 +631,7 @@ static bool group_shared(const cpu_backend *c, const inf_weight *const *w, int c
 static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, int count, const float *x, int n,
                              int n_decode, float *const *y, void *scratch) {
     cpu_backend *c = cpu_of(self);
-    c->last_dispatch = NULL; /* until a decode dispatch names itself (ahead_after) */
-    c->ahead_posted = NULL;
+    product_begins(c);
     bool packed;
     if (!group_shared(c, w, count, n, n_decode, &packed)) {
         for (int i = 0; i < count; i++) cpu_matmul(self, w[i], x, n, n_decode, y[i], scratch);
