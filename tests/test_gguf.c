@@ -153,6 +153,17 @@ static void check_file(const char *path, const expected_kv *kvs, size_t n_kv, co
                 TEST_CHECK((uintptr_t)t->data % (alignment < 64 ? alignment : 64) == 0, "read-mode data aligned");
         }
         TEST_CHECK(gguf_find(f, "no.such.key") == NULL && gguf_find_tensor(f, "nope") == NULL, "absent lookups");
+        /* forgetting an entry: the others stay, in order; an absent key is no change */
+        gguf_forget(f, "no.such.key");
+        TEST_CHECK(f->n_kv == n_kv, "forgetting an absent key changes nothing");
+        if (n_kv >= 2) {
+            gguf_forget(f, kvs[0].key);
+            TEST_CHECK(f->n_kv == n_kv - 1 && gguf_find(f, kvs[0].key) == NULL, "mode %d: '%s' forgotten", mode,
+                       kvs[0].key);
+            for (size_t i = 1; i < n_kv && i - 1 < f->n_kv; i++)
+                TEST_CHECK(gguf_find(f, kvs[i].key) == &f->kv[i - 1] && value_equal(&f->kv[i - 1].value, &kvs[i].value),
+                           "mode %d: '%s' kept after a forget", mode, kvs[i].key);
+        }
         gguf_close(f);
     }
 }

@@ -574,6 +574,9 @@ inf_status gguf_open_progress(const char *path, gguf_open_mode mode, void (*prog
     }
     if ((st = read_header(&c, f))) goto done;
     if (mode == GGUF_OPEN_MMAP) {
+        /* the header is copied out (keys, values, tensor infos): its pages
+         * go (a Qwen3 vocabulary and merges: ~6 MB) */
+        inf_release_pages(c.map, (size_t)f->data_offset);
         for (uint64_t i = 0; i < f->n_tensors; i++)
             f->tensors[i].data = c.map + f->data_offset + f->tensors[i].offset;
     } else if (mode == GGUF_OPEN_READ) {
@@ -590,6 +593,16 @@ done:
     }
     *out = f;
     return INF_OK;
+}
+
+void gguf_forget(gguf_file *f, const char *key) {
+    for (uint64_t i = 0; i < f->n_kv; i++)
+        if (!strcmp(f->kv[i].key.data, key)) {
+            gguf_kv_free(&f->kv[i]);
+            memmove(&f->kv[i], &f->kv[i + 1], (size_t)(f->n_kv - i - 1) * sizeof *f->kv);
+            f->n_kv--;
+            return;
+        }
 }
 
 const gguf_kv *gguf_find(const gguf_file *f, const char *key) {

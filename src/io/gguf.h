@@ -126,6 +126,11 @@ void gguf_close(gguf_file *f);
 /* Frees one metadata entry's key and value (for code that edits kv[]). */
 void gguf_kv_free(gguf_kv *kv);
 
+/* Drops the metadata entry `key` (absent: nothing happens), freeing its
+ * value: for a reader that has copied out what it needs. The entries after
+ * it move down one place. */
+void gguf_forget(gguf_file *f, const char *key);
+
 const gguf_kv *gguf_find(const gguf_file *f, const char *key);
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);
 

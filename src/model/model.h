@@ -155,12 +155,13 @@ typedef struct qwen3_work {
     int n_cap;
     float *x;        /* [n_cap][n_embd] residual stream */
     float *xn;       /* [n_cap][n_embd] normed input / projection out */
-    float *q;        /* [n_cap][q_dim] */
-    float *k;        /* [n_cap][kv_dim] */
-    float *v;        /* [n_cap][kv_dim] */
-    float *attn;     /* [n_cap][q_dim] */
-    float *gate;     /* [n_cap][n_ff] */
-    float *up;       /* [n_cap][n_ff] */
+    void *phase;     /* the one buffer of q, k, v, attn, and of gate, up (qwen3.c) */
+    float *q;        /* [n_cap][q_dim] in phase */
+    float *k;        /* [n_cap][kv_dim] in phase */
+    float *v;        /* [n_cap][kv_dim] in phase */
+    float *attn;     /* [n_cap][q_dim] in phase */
+    float *gate;     /* [n_cap][n_ff] in phase, over q, k, v and attn */
+    float *up;       /* [n_cap][n_ff] in phase */
     void *scratch;   /* [n_cap][max(n_embd, q_dim, n_ff)] f32: rounded activations */
     int32_t *pos;    /* [n_cap] position of each row */
     int32_t *keep;   /* [n_cap] rows that go on through the last layer */

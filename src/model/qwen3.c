@@ -33,7 +33,7 @@
 
 void qwen3_work_free(const inf_model *m, qwen3_work *w) {
     const inf_ops *b = m->backend;
-    void *const bufs[] = {w->x, w->xn, w->q, w->k, w->v, w->attn, w->gate, w->up, w->scratch};
+    void *const bufs[] = {w->x, w->xn, w->phase, w->scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b->buffer_free(b, bufs[i]);
     free(w->pos);
     free(w->keep);
@@ -52,6 +52,9 @@ static void *work_buffer(const inf_ops *b, size_t bytes, bool written_whole) {
     return p;
 }
 
+/* n floats rounded up to whole 64-byte lines */
+static size_t whole_lines(size_t n) { return (n + 15) & ~(size_t)15; }
+
 inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_error *err) {
     if (n <= w->n_cap) return INF_OK;
     const qwen3_config *c = &m->cfg;
@@ -61,12 +64,21 @@ inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_erro
     const int widest = INF_MAX(INF_MAX(c->n_embd, c->q_dim), c->n_ff);
     w->x = work_buffer(b, rows * (size_t)c->n_embd * sizeof(float), true);
     w->xn = work_buffer(b, rows * (size_t)c->n_embd * sizeof(float), true);
-    w->q = work_buffer(b, rows * (size_t)c->q_dim * sizeof(float), true);
-    w->k = work_buffer(b, rows * (size_t)c->kv_dim * sizeof(float), true);
-    w->v = work_buffer(b, rows * (size_t)c->kv_dim * sizeof(float), true);
-    w->attn = work_buffer(b, rows * (size_t)c->q_dim * sizeof(float), true);
-    w->gate = work_buffer(b, rows * (size_t)c->n_ff * sizeof(float), true);
-    w->up = work_buffer(b, rows * (size_t)c->n_ff * sizeof(float), true);
+    /* q, k, v and attn live from the q/k/v product to the output
+     * projection, gate and up from the gate/up product to ffn_down: never
+     * together, so the two sets share one buffer (a 512-token pass of the
+     * 0.6B: 12.6 MB less). Each part starts on a 64-byte boundary. */
+    const size_t q_part = whole_lines(rows * (size_t)c->q_dim), kv_part = whole_lines(rows * (size_t)c->kv_dim),
+                 ff_part = whole_lines(rows * (size_t)c->n_ff);
+    w->phase = work_buffer(b, INF_MAX(2 * q_part + 2 * kv_part, 2 * ff_part) * sizeof(float), true);
+    if (w->phase) {
+        w->q = w->phase;
+        w->k = w->q + q_part;
+        w->v = w->k + kv_part;
+        w->attn = w->v + kv_part;
+        w->gate = w->phase;
+        w->up = w->gate + ff_part;
+    }
     w->scratch = work_buffer(b, rows * (size_t)widest * sizeof(float), false); /* rounded activations: in part */
     w->pos = malloc(rows * sizeof *w->pos);
     w->keep = malloc(rows * sizeof *w->keep);
@@ -74,7 +86,7 @@ inf_status qwen3_work_reserve(const inf_model *m, qwen3_work *w, int n, inf_erro
     w->dec_k = malloc(rows * sizeof *w->dec_k);
     w->dec_v = malloc(rows * sizeof *w->dec_v);
     w->embd_row = m->embd_fd >= 0 ? malloc(m->token_embd.row_bytes) : NULL;
-    if (!w->x || !w->xn || !w->q || !w->k || !w->v || !w->attn || !w->gate || !w->up || !w->scratch || !w->pos ||
+    if (!w->x || !w->xn || !w->phase || !w->scratch || !w->pos ||
         !w->keep || !w->dec_shapes || !w->dec_k || !w->dec_v || (m->embd_fd >= 0 && !w->embd_row)) {
         qwen3_work_free(m, w);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for activations of %d tokens", n);
