@@ -617,6 +617,65 @@ static void test_quantize_q8_K(const isa_ops *s) {
     free(x), free(got), free(want);
 }
 
+/* inf_avx512_unpack_q32_group (the AMX gemm's int8 tiles of Q4_0 and Q5_0
+ * weights packed at load) against the file's blocks: every value q - 8 or
+ * q - 16 at its place in the Q8_0 layout (x86_kernels.h), every scale as
+ * in the file, scale 0 past the rows (their values are any: -8 or -16);
+ * 17 rows (a full group and one row) of
+ * 1, 3 and 4 blocks. */
+static void test_unpack_q32_group(const isa_ops *s) {
+    if (s->isa != INF_ISA_AVX512) return;
+    static const inf_dtype types[] = {INF_DTYPE_Q4_0, INF_DTYPE_Q5_0};
+    static const int64_t blocks_list[] = {1, 3, 4};
+    enum { ROWS = 17 };
+    for (size_t ti = 0; ti < 2; ti++)
+        for (size_t bi = 0; bi < 3; bi++) {
+            const inf_dtype type = types[ti];
+            const int64_t nb = blocks_list[bi], cols = nb * INF_QK;
+            char label[160];
+            begin(label, sizeof label, s, "unpack_q32_group %s blocks=%lld", inf_dtype_name(type), (long long)nb);
+            float *deq = malloc((size_t)(ROWS * cols) * sizeof(float));
+            inf_weight w = {.name = "w", .type = type, .rows = ROWS, .cols = cols};
+            w.data = make_weight(type, ROWS, cols, &w.row_bytes, deq);
+            const size_t pbytes = inf_x86_packed_group_bytes(type, cols), qbytes = inf_x86_packed_group_bytes(INF_DTYPE_Q8_0, cols);
+            char *packed = alloc_bytes(2 * pbytes), *unpacked = alloc_bytes(qbytes);
+            inf_avx512_pack_rows(&w, 0, ROWS, packed);
+            int bad = 0;
+            for (int g = 0; g < 2; g++) {
+                inf_avx512_unpack_q32_group(type, packed + g * pbytes, nb, unpacked);
+                for (int64_t b = 0; b < nb; b++)
+                    for (int r = 0; r < 16; r++) {
+                        const int row = 16 * g + r;
+                        const char *blk = row < ROWS ? (const char *)w.data + (size_t)row * w.row_bytes +
+                                                           (size_t)b * inf_dtype_block_bytes(type)
+                                                     : NULL;
+                        uint16_t d_want = 0, d_got;
+                        if (blk) memcpy(&d_want, blk, 2);
+                        memcpy(&d_got, unpacked + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b) + 2 * r, 2);
+                        bad += d_got != d_want;
+                        for (int i = 0; i < INF_QK && blk; i++) {
+                            int want;
+                            if (type == INF_DTYPE_Q4_0) {
+                                const inf_block_q4_0 *q = (const inf_block_q4_0 *)blk;
+                                want = (i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4) - 8;
+                            } else {
+                                const inf_block_q5_0 *q = (const inf_block_q5_0 *)blk;
+                                uint32_t qh;
+                                memcpy(&qh, q->qh, 4);
+                                want = ((i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4) | (int)((qh >> i) & 1) << 4) - 16;
+                            }
+                            const int8_t got = (int8_t)unpacked[inf_x86_q32_quants_at(INF_DTYPE_Q8_0, b) +
+                                                                (size_t)(i / 4) * 64 + (size_t)r * 4 + (size_t)(i % 4)];
+                            if (got != want && bad++ < 3)
+                                TEST_CHECK(false, "row %d block %lld value %d: %d, want %d", row, (long long)b, i, got, want);
+                        }
+                    }
+            }
+            TEST_CHECK(bad == 0, "%d values or scales differ", bad);
+            free(deq), free((void *)w.data), free(packed), free(unpacked);
+        }
+}
+
 /* The block types' AMX tiles (quant_amx.c: Q4_1, Q5_1 and the super-block
  * types) called directly, also at the token counts the op gives the avx512
  * gemm (under the tiles' thresholds, down to 1), on ragged row ranges of
@@ -1576,6 +1635,7 @@ int main(int argc, char **argv) {
                 test_matvec_any_address(&s);
 #if defined(__x86_64__)
                 test_quantize_q8_K(&s);
+                test_unpack_q32_group(&s);
                 test_amx_quant_tiles(&s);
 #endif
                 test_matmul_group(&s);

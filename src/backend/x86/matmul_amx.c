@@ -11,8 +11,9 @@
  * groups of 4 bytes, each group the consecutive K elements of one column.
  * Here A is the activations (M = 16 tokens, rows straight from the
  * prepared activation rows) and B the weights (N = 16 rows in that order:
- * Q8_0 packed once at load, x86_kernels.h, as it lies; Q4_0 packed at
- * load unpacked per task; the rest per task by the avx512 gemm's packer),
+ * Q8_0 packed once at load, x86_kernels.h, as it lies; Q4_0 and Q5_0
+ * packed at load unpacked per task, inf_avx512_unpack_q32_group; the rest
+ * per task by the avx512 gemm's packer),
  * so a row of C holds one token's 16 outputs,
  * contiguous in y.
  *
@@ -21,7 +22,7 @@
  * applies the scales as ref.c does, sum += (float)dot * (d_w * d_x), block
  * by block. The result is bit-identical to ref.c and to the avx512 gemm.
  * Two accumulator tiles alternate between blocks, so the tile unit can work
- * on later blocks while the vector units scale block b. Q8_0 and Q4_0
+ * on later blocks while the vector units scale block b. Q8_0, Q4_0 and Q5_0
  * weights packed at load (the default) cost no memory beyond the file's bytes
  * (the file's pages are given back, model.c) and save the per-task packing:
  * 5% of a 512-token product, most of a product of 8 to 32 tokens (batched
@@ -183,23 +184,6 @@ static void pack_q32_group(const inf_weight *w, int64_t r, int nr, char *dst) {
             for (int q = 0; q < QK / 4; q++) _mm512_store_si512(g + q * 64, v[half * 8 + q]);
             memcpy(dst + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b + half), d[half], sizeof d[half]);
         }
-    }
-}
-
-/* A Q4_0 group packed at load (x86_kernels.h) as a Q8_0 tile group: each
- * block's 4 units of nibbles become its 8 quads of values q - 8 (low
- * nibbles quads 0-3, high nibbles 4-7); the f16 scales as they are. */
-static void unpack_q4_0_group(const char *src, int64_t nb, char *dst) {
-    for (int64_t b = 0; b < nb; b++) {
-        const char *from = src + inf_x86_q32_quants_at(INF_DTYPE_Q4_0, b);
-        char *to = dst + inf_x86_q32_quants_at(INF_DTYPE_Q8_0, b);
-        for (int unit = 0; unit < 4; unit++) {
-            const __m512i u = _mm512_load_si512(from + unit * 64);
-            _mm512_store_si512(to + unit * 64, inf_avx512_q4_0_quad(u, false));
-            _mm512_store_si512(to + (unit + 4) * 64, inf_avx512_q4_0_quad(u, true));
-        }
-        memcpy(dst + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b), src + inf_x86_q32_scales_at(INF_DTYPE_Q4_0, b),
-               INF_X86_PACKED_SCALES_BLOCK);
     }
 }
 
@@ -414,12 +398,13 @@ void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1,
             inf_amx_gemm(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride, pack);
         return;
     }
-    if (w->packed_format == INF_X86_PACKED_GROUPS) { /* packed at load: Q8_0 as it is, Q4_0 unpacked to int8 */
+    if (w->packed_format == INF_X86_PACKED_GROUPS) { /* packed at load: Q8_0 as it is, Q4_0 and Q5_0 unpacked to int8 */
         const size_t pbytes = inf_x86_packed_group_bytes(w->type, w->cols);
         const char *src = (const char *)w->packed + (size_t)(r0 / TILE) * pbytes;
-        if (w->type == INF_DTYPE_Q4_0)
-            for (int g = 0; g < n_groups; g++) unpack_q4_0_group(src + g * pbytes, w->cols / QK, (char *)pack + g * gbytes);
-        q8_gemm(w, a, r0, r1, y, y_stride, w->type == INF_DTYPE_Q4_0 ? (const char *)pack : src);
+        const bool unpack = w->type != INF_DTYPE_Q8_0;
+        for (int g = 0; g < n_groups && unpack; g++)
+            inf_avx512_unpack_q32_group(w->type, src + g * pbytes, w->cols / QK, (char *)pack + g * gbytes);
+        q8_gemm(w, a, r0, r1, y, y_stride, unpack ? (const char *)pack : src);
         _tile_release();
         return;
     }

@@ -22,9 +22,9 @@
  * the matvec flips the weights (-128 Σ x precomputed per activation
  * block), the gemm the activations (-128 Σ w formed per weight block).
  *
- * Q8_0 and Q4_0 weights can be packed once at load (inf_avx512_pack_rows,
+ * Q8_0, Q4_0 and Q5_0 weights can be packed once at load (inf_avx512_pack_rows,
  * the group layout of x86_kernels.h): the gemm then reads them as they are
- * (Q4_0 with Q8_0's activation tiles, its nibbles unpacked in registers)
+ * (Q4_0 and Q5_0 with Q8_0's activation tiles, their codes unpacked in registers)
  * for any token count, and cpu.c runs every product of such a weight on
  * it, bit-identical to ref.c (the matvecs read the file's rows). Q4_K and
  * Q6_K packed so run quant_avx512.c's inf_avx512_qgemm_packed.
@@ -42,6 +42,7 @@
 #include "core/quant.h"
 
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 enum {
@@ -698,6 +699,25 @@ static void store_scales(const char *blk, __m512i offs, int nr, uint16_t *dst) {
     _mm256_store_si256((__m256i *)dst, _mm512_cvtepi32_epi16(d));
 }
 
+/* Quad q's fifth-bit mask of the packed Q5_0 block whose units start at gb. */
+INLINE __mmask64 fifth_bits(const char *gb, int q) {
+    uint64_t m;
+    memcpy(&m, gb + INF_X86_Q5_0_MASKS + 8 * q, sizeof m);
+    return _cvtu64_mask64(m);
+}
+
+/* The fifth bits of the Q5_0 block whose qh lies at qh in each of nr rows
+ * (offs apart) as its 8 quads' masks (x86_kernels.h): quad q's nibble r is
+ * bits 4q..4q+3 of row r's qh. */
+static void store_fifth_bits(const char *qh, __m512i offs, int nr, char *dst) {
+    const __m512i bits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), tail_mask(nr), offs, qh, 1);
+    for (int q = 0; q < 8; q++) {
+        const __m128i nibbles = _mm512_cvtepi32_epi8(_mm512_and_si512(_mm512_srli_epi32(bits, 4 * q), _mm512_set1_epi32(0xf)));
+        const __m128i pairs = _mm_maddubs_epi16(nibbles, _mm_set1_epi16(0x1001)); /* row 2j | row 2j + 1 << 4 */
+        _mm_storel_epi64((__m128i *)(dst + 8 * q), _mm_packus_epi16(pairs, pairs));
+    }
+}
+
 /* Packs rows [r, r + nr), nr <= 16, into one group: 16 rows x 16 int32
  * (64 bytes) at a time, transposed in registers. for_tiles gives the AMX
  * gemm's variant (x86_kernels.h). */
@@ -763,30 +783,48 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
         }
         break;
     }
-    case INF_DTYPE_Q4_0: {
+    case INF_DTYPE_Q4_0:
+    case INF_DTYPE_Q5_0: {
         /* four blocks per pass: a row's four 16-byte qs in one vector */
-        const int64_t nb = cols / QK;
+        const bool q5 = w->type == INF_DTYPE_Q5_0;
+        const int64_t nb = cols / QK, bb = (int64_t)inf_dtype_block_bytes(w->type);
+        const size_t qs_at = q5 ? offsetof(inf_block_q5_0, qs) : offsetof(inf_block_q4_0, qs);
         const __m512i offs = row_offsets(w->row_bytes);
         for (int64_t b = 0; b < nb; b += 4) {
             const int nblk = (int)INF_MIN(4, nb - b);
             for (int i = 0; i < GROUP; i++) {
                 v[i] = _mm512_setzero_si512(); /* zero weights past the rows and blocks */
                 if (i >= nr) continue;
-                const inf_block_q4_0 *blk = (const inf_block_q4_0 *)(base + (size_t)i * w->row_bytes) + b;
+                const char *blk = base + (size_t)i * w->row_bytes + b * bb + qs_at;
                 for (int k = 0; k < nblk; k++)
-                    v[i] = _mm512_mask_loadu_epi32(v[i], (__mmask16)(0xf << (4 * k)), (const int32_t *)blk[k].qs - 4 * k);
+                    v[i] = _mm512_mask_loadu_epi32(v[i], (__mmask16)(0xf << (4 * k)), (const int32_t *)(blk + k * bb) - 4 * k);
             }
             inf_avx512_transpose16(v);
             for (int k = 0; k < nblk; k++) {
-                char *pb = (char *)dst + inf_x86_q32_quants_at(INF_DTYPE_Q4_0, b + k);
+                char *pb = (char *)dst + inf_x86_q32_quants_at(w->type, b + k);
                 for (int unit = 0; unit < 4; unit++) _mm512_store_si512(pb + unit * 64, v[4 * k + unit]);
-                store_scales(base + (b + k) * (int64_t)sizeof(inf_block_q4_0), offs, nr,
-                             (uint16_t *)((char *)dst + inf_x86_q32_scales_at(INF_DTYPE_Q4_0, b + k)));
+                store_scales(base + (b + k) * bb, offs, nr, (uint16_t *)((char *)dst + inf_x86_q32_scales_at(w->type, b + k)));
+                if (q5) store_fifth_bits(base + (b + k) * bb + offsetof(inf_block_q5_0, qh), offs, nr, pb + INF_X86_Q5_0_MASKS);
             }
         }
         break;
     }
     default: break; /* the other block types: quant_avx512.c packs them */
+    }
+}
+
+void inf_avx512_unpack_q32_group(inf_dtype type, const char *src, int64_t nb, char *dst) {
+    for (int64_t b = 0; b < nb; b++) {
+        const char *from = src + inf_x86_q32_quants_at(type, b);
+        char *to = dst + inf_x86_q32_quants_at(INF_DTYPE_Q8_0, b);
+        for (int quad = 0; quad < 8; quad++) {
+            const __m512i u = _mm512_load_si512(from + (quad % 4) * 64);
+            __m512i q = _mm512_and_si512(quad >= 4 ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
+            if (type == INF_DTYPE_Q5_0) q = _mm512_mask_add_epi8(q, fifth_bits(from, quad), q, _mm512_set1_epi8(16));
+            _mm512_store_si512(to + quad * 64, _mm512_sub_epi8(q, _mm512_set1_epi8(type == INF_DTYPE_Q5_0 ? 16 : 8)));
+        }
+        memcpy(dst + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b), src + inf_x86_q32_scales_at(type, b),
+               INF_X86_PACKED_SCALES_BLOCK);
     }
 }
 
@@ -806,11 +844,12 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
 
 /* ------------------------------------------------------------------ gemm: register tiles */
 
-/* 16 rows x NT tokens of Q8_0 or Q4_0 (T) from a packed group, in ref.c's
- * order: per block the exact integer dot, then sum += (float)dot * (d_w *
- * d_x). The tile holds NT tokens. VPDPBUSD multiplies unsigned by signed
- * bytes: the weights enter as unsigned, w + bias (Q8_0: flipped, w ^ 0x80
- * = w + 128; Q4_0: the nibble as stored, w + 8), each token's four quants
+/* 16 rows x NT tokens of Q8_0, Q4_0 or Q5_0 (T) from a packed group, in
+ * ref.c's order: per block the exact integer dot, then sum += (float)dot *
+ * (d_w * d_x). The tile holds NT tokens. VPDPBUSD multiplies unsigned by
+ * signed bytes: the weights enter as unsigned, w + bias (Q8_0: flipped, w ^
+ * 0x80 = w + 128; Q4_0: the nibble as stored, w + 8; Q5_0: the nibble plus
+ * 16 under its fifth-bit mask, w + 16), each token's four quants
  * as they are (broadcast), and the accumulator starts at -bias * Σ x of
  * the token's block (gemm_prepare stores the sum), which leaves the exact
  * Σ w x. With the weights as the signed operand instead, the bias was
@@ -820,7 +859,7 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
 INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_dtype T, int q4_ahead, bool nta, const int NT,
                      float *y, size_t y_stride, __mmask16 rows) {
     const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
-    const int bias = T == INF_DTYPE_Q8_0 ? 128 : 8;
+    const int bias = T == INF_DTYPE_Q8_0 ? 128 : T == INF_DTYPE_Q5_0 ? 16 : 8;
     __m512 sum[GEMM_TOKENS];
     _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
@@ -849,6 +888,8 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
             } else {
                 const __m512i u = _mm512_load_si512(gb + (quad % 4) * 64);
                 wv[quad] = _mm512_and_si512(quad >= 4 ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
+                if (T == INF_DTYPE_Q5_0) /* the fifth bit: + 16 where the quad's mask has it */
+                    wv[quad] = _mm512_mask_add_epi8(wv[quad], fifth_bits(gb, quad), wv[quad], _mm512_set1_epi8(16));
             }
         }
         __m512i acc[GEMM_TOKENS];
@@ -922,6 +963,7 @@ static void run_tile(inf_dtype type, const char *group, const char *tile, int64_
     switch (type) {
     case INF_DTYPE_Q8_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q8_0, 0, nta) break;
     case INF_DTYPE_Q4_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q4_0, q4_ahead, nta) break;
+    case INF_DTYPE_Q5_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q5_0, q4_ahead, nta) break;
     case INF_DTYPE_BF16: TILE_CASES(bf16_tile, group, tile, pairs_of(cols)) break;
     default: TILE_CASES(f32_tile, group, tile, cols) break;
     }

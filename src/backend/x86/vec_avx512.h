@@ -103,11 +103,4 @@ hsum16_avx512(__m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 v4, __m512 v5, 
     return inf_hsum16_halves(inf_hsum16_halves(b0, b1), inf_hsum16_halves(b2, b3));
 }
 
-/* Q4_0 packed at load (x86_kernels.h): quad q's 4 signed values per row
- * from its unit u (low nibbles for quads 0-3, high for 4-7), q - 8. */
-static inline __m512i inf_avx512_q4_0_quad(__m512i u, bool high) {
-    const __m512i nib = _mm512_and_si512(high ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
-    return _mm512_sub_epi8(nib, _mm512_set1_epi8(8));
-}
-
 #endif /* INF_VEC_AVX512_H */
