@@ -617,18 +617,19 @@ static void test_quantize_q8_K(const isa_ops *s) {
     free(x), free(got), free(want);
 }
 
-/* inf_avx512_unpack_q32_group (the AMX gemm's int8 tiles of Q4_0 and Q5_0
- * weights packed at load) against the file's blocks: every value q - 8 or
- * q - 16 at its place in the Q8_0 layout (x86_kernels.h), every scale as
- * in the file, scale 0 past the rows (their values are any: -8 or -16);
+/* inf_avx512_unpack_q32_group (the AMX gemm's int8 tiles of Q4_0, Q5_0 and
+ * IQ4_NL weights packed at load) against the file's blocks: every value
+ * (q - 8, q - 16, the IQ4_NL table's) at its place in the Q8_0 layout
+ * (x86_kernels.h), every scale as in the file, scale 0 past the rows
+ * (their values are any);
  * 17 rows (a full group and one row) of
  * 1, 3 and 4 blocks. */
 static void test_unpack_q32_group(const isa_ops *s) {
     if (s->isa != INF_ISA_AVX512) return;
-    static const inf_dtype types[] = {INF_DTYPE_Q4_0, INF_DTYPE_Q5_0};
+    static const inf_dtype types[] = {INF_DTYPE_Q4_0, INF_DTYPE_Q5_0, INF_DTYPE_IQ4_NL};
     static const int64_t blocks_list[] = {1, 3, 4};
     enum { ROWS = 17 };
-    for (size_t ti = 0; ti < 2; ti++)
+    for (size_t ti = 0; ti < 3; ti++)
         for (size_t bi = 0; bi < 3; bi++) {
             const inf_dtype type = types[ti];
             const int64_t nb = blocks_list[bi], cols = nb * INF_QK;
@@ -658,6 +659,9 @@ static void test_unpack_q32_group(const isa_ops *s) {
                             if (type == INF_DTYPE_Q4_0) {
                                 const inf_block_q4_0 *q = (const inf_block_q4_0 *)blk;
                                 want = (i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4) - 8;
+                            } else if (type == INF_DTYPE_IQ4_NL) {
+                                const inf_block_iq4_nl *q = (const inf_block_iq4_nl *)blk;
+                                want = inf_iq4nl_values[i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4];
                             } else {
                                 const inf_block_q5_0 *q = (const inf_block_q5_0 *)blk;
                                 uint32_t qh;

@@ -11,8 +11,8 @@
  * groups of 4 bytes, each group the consecutive K elements of one column.
  * Here A is the activations (M = 16 tokens, rows straight from the
  * prepared activation rows) and B the weights (N = 16 rows in that order:
- * Q8_0 packed once at load, x86_kernels.h, as it lies; Q4_0 and Q5_0
- * packed at load unpacked per task, inf_avx512_unpack_q32_group; the rest
+ * Q8_0 packed once at load, x86_kernels.h, as it lies; Q4_0, Q5_0 and
+ * IQ4_NL packed at load unpacked per task, inf_avx512_unpack_q32_group; the rest
  * per task by the avx512 gemm's packer),
  * so a row of C holds one token's 16 outputs,
  * contiguous in y.
@@ -22,7 +22,7 @@
  * applies the scales as ref.c does, sum += (float)dot * (d_w * d_x), block
  * by block. The result is bit-identical to ref.c and to the avx512 gemm.
  * Two accumulator tiles alternate between blocks, so the tile unit can work
- * on later blocks while the vector units scale block b. Q8_0, Q4_0 and Q5_0
+ * on later blocks while the vector units scale block b. The 32-block
  * weights packed at load (the default) cost no memory beyond the file's bytes
  * (the file's pages are given back, model.c) and save the per-task packing:
  * 5% of a 512-token product, most of a product of 8 to 32 tokens (batched
@@ -398,7 +398,7 @@ void inf_amx_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1,
             inf_amx_gemm(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride, pack);
         return;
     }
-    if (w->packed_format == INF_X86_PACKED_GROUPS) { /* packed at load: Q8_0 as it is, Q4_0 and Q5_0 unpacked to int8 */
+    if (w->packed_format == INF_X86_PACKED_GROUPS) { /* packed at load: Q8_0 as it is, the others unpacked to int8 */
         const size_t pbytes = inf_x86_packed_group_bytes(w->type, w->cols);
         const char *src = (const char *)w->packed + (size_t)(r0 / TILE) * pbytes;
         const bool unpack = w->type != INF_DTYPE_Q8_0;

@@ -22,9 +22,10 @@
  * the matvec flips the weights (-128 Σ x precomputed per activation
  * block), the gemm the activations (-128 Σ w formed per weight block).
  *
- * Q8_0, Q4_0 and Q5_0 weights can be packed once at load (inf_avx512_pack_rows,
- * the group layout of x86_kernels.h): the gemm then reads them as they are
- * (Q4_0 and Q5_0 with Q8_0's activation tiles, their codes unpacked in registers)
+ * Q8_0, Q4_0, Q5_0 and IQ4_NL weights can be packed once at load
+ * (inf_avx512_pack_rows, the group layout of x86_kernels.h): the gemm then
+ * reads them as they are (the 4- and 5-bit ones with Q8_0's activation
+ * tiles, their codes unpacked in registers)
  * for any token count, and cpu.c runs every product of such a weight on
  * it, bit-identical to ref.c (the matvecs read the file's rows). Q4_K and
  * Q6_K packed so run quant_avx512.c's inf_avx512_qgemm_packed.
@@ -706,6 +707,14 @@ INLINE __mmask64 fifth_bits(const char *gb, int q) {
     return _cvtu64_mask64(m);
 }
 
+/* inf_iq4nl_values + offset (0 or 128: as unsigned bytes), in each 16-byte
+ * lane of a vector: VPSHUFB looks up the 64 nibbles of one at once. */
+INLINE __m512i iq4nl_table(int offset) {
+    uint8_t t[16];
+    for (int i = 0; i < 16; i++) t[i] = (uint8_t)(inf_iq4nl_values[i] + offset);
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t));
+}
+
 /* The fifth bits of the Q5_0 block whose qh lies at qh in each of nr rows
  * (offs apart) as its 8 quads' masks (x86_kernels.h): quad q's nibble r is
  * bits 4q..4q+3 of row r's qh. */
@@ -784,11 +793,12 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
         break;
     }
     case INF_DTYPE_Q4_0:
-    case INF_DTYPE_Q5_0: {
+    case INF_DTYPE_Q5_0:
+    case INF_DTYPE_IQ4_NL: {
         /* four blocks per pass: a row's four 16-byte qs in one vector */
         const bool q5 = w->type == INF_DTYPE_Q5_0;
         const int64_t nb = cols / QK, bb = (int64_t)inf_dtype_block_bytes(w->type);
-        const size_t qs_at = q5 ? offsetof(inf_block_q5_0, qs) : offsetof(inf_block_q4_0, qs);
+        const size_t qs_at = q5 ? offsetof(inf_block_q5_0, qs) : offsetof(inf_block_q4_0, qs); /* IQ4_NL's: Q4_0's */
         const __m512i offs = row_offsets(w->row_bytes);
         for (int64_t b = 0; b < nb; b += 4) {
             const int nblk = (int)INF_MIN(4, nb - b);
@@ -821,7 +831,9 @@ void inf_avx512_unpack_q32_group(inf_dtype type, const char *src, int64_t nb, ch
             const __m512i u = _mm512_load_si512(from + (quad % 4) * 64);
             __m512i q = _mm512_and_si512(quad >= 4 ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
             if (type == INF_DTYPE_Q5_0) q = _mm512_mask_add_epi8(q, fifth_bits(from, quad), q, _mm512_set1_epi8(16));
-            _mm512_store_si512(to + quad * 64, _mm512_sub_epi8(q, _mm512_set1_epi8(type == INF_DTYPE_Q5_0 ? 16 : 8)));
+            q = type == INF_DTYPE_IQ4_NL ? _mm512_shuffle_epi8(iq4nl_table(0), q)
+                                         : _mm512_sub_epi8(q, _mm512_set1_epi8(type == INF_DTYPE_Q5_0 ? 16 : 8));
+            _mm512_store_si512(to + quad * 64, q);
         }
         memcpy(dst + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b), src + inf_x86_q32_scales_at(type, b),
                INF_X86_PACKED_SCALES_BLOCK);
@@ -844,12 +856,13 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
 
 /* ------------------------------------------------------------------ gemm: register tiles */
 
-/* 16 rows x NT tokens of Q8_0, Q4_0 or Q5_0 (T) from a packed group, in
+/* 16 rows x NT tokens of Q8_0, Q4_0, Q5_0 or IQ4_NL (T) from a packed group, in
  * ref.c's order: per block the exact integer dot, then sum += (float)dot *
  * (d_w * d_x). The tile holds NT tokens. VPDPBUSD multiplies unsigned by
  * signed bytes: the weights enter as unsigned, w + bias (Q8_0: flipped, w ^
  * 0x80 = w + 128; Q4_0: the nibble as stored, w + 8; Q5_0: the nibble plus
- * 16 under its fifth-bit mask, w + 16), each token's four quants
+ * 16 under its fifth-bit mask, w + 16; IQ4_NL: its value looked up, w +
+ * 128), each token's four quants
  * as they are (broadcast), and the accumulator starts at -bias * Σ x of
  * the token's block (gemm_prepare stores the sum), which leaves the exact
  * Σ w x. With the weights as the signed operand instead, the bias was
@@ -859,7 +872,8 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
 INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_dtype T, int q4_ahead, bool nta, const int NT,
                      float *y, size_t y_stride, __mmask16 rows) {
     const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
-    const int bias = T == INF_DTYPE_Q8_0 ? 128 : T == INF_DTYPE_Q5_0 ? 16 : 8;
+    const int bias = T == INF_DTYPE_Q8_0 || T == INF_DTYPE_IQ4_NL ? 128 : T == INF_DTYPE_Q5_0 ? 16 : 8;
+    const __m512i iq4nl_codes = T == INF_DTYPE_IQ4_NL ? iq4nl_table(128) : _mm512_setzero_si512(); /* value + 128 */
     __m512 sum[GEMM_TOKENS];
     _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
@@ -890,6 +904,7 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
                 wv[quad] = _mm512_and_si512(quad >= 4 ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
                 if (T == INF_DTYPE_Q5_0) /* the fifth bit: + 16 where the quad's mask has it */
                     wv[quad] = _mm512_mask_add_epi8(wv[quad], fifth_bits(gb, quad), wv[quad], _mm512_set1_epi8(16));
+                if (T == INF_DTYPE_IQ4_NL) wv[quad] = _mm512_shuffle_epi8(iq4nl_codes, wv[quad]);
             }
         }
         __m512i acc[GEMM_TOKENS];
@@ -964,6 +979,7 @@ static void run_tile(inf_dtype type, const char *group, const char *tile, int64_
     case INF_DTYPE_Q8_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q8_0, 0, nta) break;
     case INF_DTYPE_Q4_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q4_0, q4_ahead, nta) break;
     case INF_DTYPE_Q5_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q5_0, q4_ahead, nta) break;
+    case INF_DTYPE_IQ4_NL: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_IQ4_NL, q4_ahead, nta) break;
     case INF_DTYPE_BF16: TILE_CASES(bf16_tile, group, tile, pairs_of(cols)) break;
     default: TILE_CASES(f32_tile, group, tile, cols) break;
     }

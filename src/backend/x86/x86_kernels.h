@@ -64,12 +64,12 @@ void inf_avx2_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r
                     void *pack);
 size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 
-/* ---- Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K and IQ4_XS weights packed in groups of 16 rows, for
+/* ---- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS weights packed in groups of 16 rows, for
  * the avx512 gemm and the AMX tiles alike (per task by
  * inf_avx512_pack_group, or the whole matrix once at load:
  * inf_avx512_pack_rows). A group of nb = cols / 32 blocks (K-quants:
  * cols / 256 super-blocks) holds
- *   Q8_0, Q4_0, Q5_0: the blocks in pairs: the pair's two scale vectors ([16
+ *   Q8_0, Q4_0, Q5_0, IQ4_NL: the blocks in pairs: the pair's two scale vectors ([16
  *   rows] f16 each, the rows' d), then block 2p's quants, then block
  *   2p + 1's (inf_x86_q32_scales_at, inf_x86_q32_quants_at; an odd last
  *   block has its pair's first scales and quants alone):
@@ -82,6 +82,8 @@ size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
  *           [8 quads] u64 masks (320 bytes): bit 4r + k of quad q's is the
  *           fifth bit of value 4q + k of row r (qh bit 4q + k), the byte
  *           of the quad's vector that value's low bits take; value q + 16;
+ *     IQ4_NL: Q4_0's units, each nibble the index of its value in
+ *           inf_iq4nl_values (256 bytes);
  *   Q4_K: per super-block, INF_X86_Q4K_BLOCK bytes, scales first:
  *     scales [12][16 rows] at INF_X86_Q4K_SCALES: the file's 12 bytes of
  *           6-bit scales and mins, byte k of every row side by side;
@@ -139,14 +141,14 @@ enum {
     INF_X86_Q6K_BLOCK = INF_X86_Q6K_CODES + 2048 + 1024,
 };
 static inline bool inf_x86_packs(inf_dtype type) {
-    return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0 || type == INF_DTYPE_Q5_0 || type == INF_DTYPE_Q4_K ||
-           type == INF_DTYPE_Q5_K || type == INF_DTYPE_Q6_K || type == INF_DTYPE_IQ4_XS;
+    return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0 || type == INF_DTYPE_Q5_0 || type == INF_DTYPE_IQ4_NL ||
+           type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K || type == INF_DTYPE_Q6_K || type == INF_DTYPE_IQ4_XS;
 }
 enum { INF_X86_Q5_0_MASKS = 256 }; /* where a packed Q5_0 block's fifth-bit masks follow its units */
 static inline size_t inf_x86_packed_quants_block(inf_dtype type) {
     return type == INF_DTYPE_Q8_0 ? 512 : type == INF_DTYPE_Q5_0 ? INF_X86_Q5_0_MASKS + 8 * 8 : 256;
 }
-/* Where block b's scales and quants lie in a packed Q8_0, Q4_0 or Q5_0 group. */
+/* Where block b's scales and quants lie in a packed Q8_0, Q4_0, Q5_0 or IQ4_NL group. */
 static inline size_t inf_x86_q32_pair_bytes(inf_dtype type) {
     return 2 * (INF_X86_PACKED_SCALES_BLOCK + inf_x86_packed_quants_block(type));
 }
@@ -181,18 +183,18 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
 size_t inf_avx512_gemm_pack_bytes(inf_dtype type, int64_t cols);
 /* Weight rows [r, r + nr), nr <= 16, packed into one 64-aligned group of
  * 16 (missing rows are zeros), the 32-bit units of the 16 rows side by side:
- *   Q8_0, Q4_0, Q5_0: the layout above;
+ *   Q8_0, Q4_0, Q5_0, IQ4_NL: the layout above;
  *   BF16: [pairs][16 rows][2] bf16 (an odd last column padded);
  *   F16, F32: [cols][16 rows] f32.
  * for_tiles (the AMX gemm's B tiles): BF16 pairs are zero-padded to a
  * multiple of 16. */
 void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bool for_tiles);
 /* The packed copy of a whole weight (kernels.h packed_bytes, pack_rows):
- * Q8_0, Q4_0 and Q5_0 (their activations: Q8_0 blocks, prepared as Q8_0's),
+ * Q8_0, Q4_0, Q5_0 and IQ4_NL (their activations: Q8_0 blocks, prepared as Q8_0's),
  * the super-block types (their own: Q8_K rows, inf_avx512_qgemm_prepare). */
 size_t inf_avx512_packed_bytes(const inf_weight *w);
 void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst);
-/* A packed Q4_0 or Q5_0 group of nb blocks (src) as a Q8_0 group (dst, the
+/* A packed Q4_0, Q5_0 or IQ4_NL group of nb blocks (src) as a Q8_0 group (dst, the
  * AMX gemm's int8 tiles): each block's 8 quads of signed values, its f16
  * scales as they are. */
 void inf_avx512_unpack_q32_group(inf_dtype type, const char *src, int64_t nb, char *dst);
