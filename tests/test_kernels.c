@@ -14,8 +14,8 @@
  *                             the batch
  *   matmul Q2_K..Q6_K, IQ4_XS (every ISA)                  bit-identical
  *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (every ISA: gemm) bit-identical
- *   matmul Q4_0..Q5_1, IQ4_NL decode rows (neon; Q4_0 packed at load,
- *     avx512)                                              bit-identical
+ *   matmul Q4_0..Q5_1, IQ4_NL decode rows (neon; Q4_0, Q5_0, IQ4_NL
+ *     packed at load, avx512)                              bit-identical
  *     (avx512+amx: the tiles from 16 tokens for the super-block types,
  *     from 12 for Q4_1, Q5_1, from 8 for Q4_0, Q5_0, IQ4_NL; the block
  *     types' quant_amx.c tiles also called directly from 1 token)
@@ -273,7 +273,8 @@ static void test_matmul_rows(const isa_ops *s, inf_dtype type, int64_t rows, int
         }
     TEST_CHECK(reported == 0, "%d outputs over budget", reported);
     /* the same weight packed at load (ops.h weight_pack; the x86 ISAs with
-     * AVX-512 pack Q8_0, Q4_0 and Q4_K): ref.c's bits, decode rows too */
+     * AVX-512 pack Q8_0, Q4_0, Q5_0, IQ4_NL and the super-block types but
+     * Q2_K and Q3_K): ref.c's bits, decode rows too */
     const inf_ops *ops0 = s->ops[0];
     const size_t packed_bytes = ops0->weight_pack ? ops0->weight_packed_bytes(ops0, &c.w) : 0;
     void *packed = packed_bytes ? alloc_bytes(packed_bytes + 1) : NULL;
