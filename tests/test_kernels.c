@@ -274,7 +274,7 @@ static void test_matmul_rows(const isa_ops *s, inf_dtype type, int64_t rows, int
     TEST_CHECK(reported == 0, "%d outputs over budget", reported);
     /* the same weight packed at load (ops.h weight_pack; the x86 ISAs with
      * AVX-512 pack Q8_0, Q4_0, Q5_0, IQ4_NL and the super-block types but
-     * Q2_K and Q3_K): ref.c's bits, decode rows too */
+     * Q2_K): ref.c's bits, decode rows too */
     const inf_ops *ops0 = s->ops[0];
     const size_t packed_bytes = ops0->weight_pack ? ops0->weight_packed_bytes(ops0, &c.w) : 0;
     void *packed = packed_bytes ? alloc_bytes(packed_bytes + 1) : NULL;
@@ -678,6 +678,47 @@ static void test_unpack_q32_group(const isa_ops *s) {
             }
             TEST_CHECK(bad == 0, "%d values or scales differ", bad);
             free(deq), free((void *)w.data), free(packed), free(unpacked);
+        }
+}
+
+/* inf_avx512_unpack_packed_kquant (the AMX tiles' unpacker of the
+ * super-block types packed at load) against inf_avx512_unpack_kquant of
+ * the file's rows: the same codes, scales, coefficients, d and dmin for
+ * every row, 17 rows (a full group and one row) of 1 and 3 super-blocks. */
+static void test_unpack_packed_kquant(const isa_ops *s) {
+    if (s->isa != INF_ISA_AVX512) return;
+    static const inf_dtype types[] = {INF_DTYPE_Q3_K, INF_DTYPE_Q4_K, INF_DTYPE_Q5_K, INF_DTYPE_Q6_K, INF_DTYPE_IQ4_XS};
+    enum { ROWS = 17 };
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+        for (int64_t nb = 1; nb <= 3; nb += 2) {
+            const inf_dtype type = types[ti];
+            const int64_t cols = nb * INF_QK_K;
+            char label[160];
+            begin(label, sizeof label, s, "unpack_packed_kquant %s blocks=%lld", inf_dtype_name(type), (long long)nb);
+            float *deq = malloc((size_t)(ROWS * cols) * sizeof(float));
+            inf_weight w = {.name = "w", .type = type, .rows = ROWS, .cols = cols};
+            w.data = make_weight(type, ROWS, cols, &w.row_bytes, deq);
+            const size_t gbytes = inf_x86_packed_group_bytes(type, cols);
+            char *packed = alloc_bytes(2 * gbytes);
+            inf_avx512_pack_rows(&w, 0, ROWS, packed);
+            uint8_t *quads = alloc_bytes(64 * 64), codes[256];
+            int32_t *scale = alloc_bytes(16 * 16 * 4), *coef = alloc_bytes(16 * 16 * 4), sc[16], cf[16];
+            float d[16], dmin[16], d1, dmin1;
+            int bad = 0;
+            for (int g = 0; g < 2; g++)
+                for (int64_t b = 0; b < nb; b++) {
+                    inf_avx512_unpack_packed_kquant(type, packed + g * gbytes, nb, b, quads, scale, coef, d, dmin);
+                    for (int r = 0; r < 16 && 16 * g + r < ROWS; r++) {
+                        const char *blk = (const char *)w.data + (size_t)(16 * g + r) * w.row_bytes +
+                                          (size_t)b * inf_dtype_block_bytes(type);
+                        inf_avx512_unpack_kquant(type, blk, codes, sc, cf, &d1, &dmin1);
+                        bad += d[r] != d1 || dmin[r] != dmin1;
+                        for (int e = 0; e < 256; e++) bad += quads[(e / 4) * 64 + r * 4 + e % 4] != codes[e];
+                        for (int k = 0; k < 16; k++) bad += scale[16 * k + r] != sc[k] || coef[16 * k + r] != cf[k];
+                    }
+                }
+            TEST_CHECK(bad == 0, "%d codes, scales, coefficients or d differ from the file's rows", bad);
+            free(deq), free((void *)w.data), free(packed), free(quads), free(scale), free(coef);
         }
 }
 
@@ -1641,6 +1682,7 @@ int main(int argc, char **argv) {
 #if defined(__x86_64__)
                 test_quantize_q8_K(&s);
                 test_unpack_q32_group(&s);
+                test_unpack_packed_kquant(&s);
                 test_amx_quant_tiles(&s);
 #endif
                 test_matmul_group(&s);

@@ -763,8 +763,8 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
 
 /* ------------------------------------------------------------------ super-blocks packed at load */
 
-/* The super-block types packed at load (x86_kernels.h: Q4_K, Q5_K, Q6_K,
- * IQ4_XS): lane = row, so a super-block's integer sums of 16 rows form in
+/* The super-block types packed at load (x86_kernels.h: Q3_K, Q4_K, Q5_K,
+ * Q6_K, IQ4_XS): lane = row, so a super-block's integer sums of 16 rows form in
  * vector lanes, with no horizontal sums and no scalar scale decoding. One
  * load of 4-byte units gives two quads of codes (the low and the high
  * nibbles; Q5_K and Q6_K OR in their top bits from their qh units), and
@@ -777,6 +777,8 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
  *   Q5_K: as Q4_K, its scales by VPMULLD (codes to 31: sums of 16 pass 2^15);
  *   Q6_K: one sum per 16-group times its signed scale by VPMULLD; less 32
  *     Σ scale * bsum (VPDPWSSD of the scale pairs against bsum pairs);
+ *   Q3_K: as Q6_K, codes of 3 bits (two from qs, the third from hmask, q
+ *     + 4) and less 4 Σ scale * bsum;
  *   IQ4_XS: codes from the table by VPSHUFB, one sum per 32 by VPMULLD,
  *     less 128 Σ scale * bsum.
  * Then ref.c's f32 steps lane by lane: exact integers and the same
@@ -869,6 +871,19 @@ INLINE void q6k_unit(const char *sb, int h, int u, __m512i *lo, __m512i *hi) {
     *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m0f), _mm512_and_si512(_mm512_srli_epi16(hb, s), m30));
 }
 
+/* A packed Q3_K super-block's (sb) codes q + 4 of elements 128h + 32p +
+ * 4v .. + 3, 16 rows: bit pair p of qs unit v of half h, and bit 4h + p
+ * of hmask unit v as bit 2. The 16-bit shifts keep each kept bit within
+ * its byte (pairs from bits up to 7, the third bit from bits 0 to 7). */
+INLINE __m512i q3k_codes(const char *sb, int h, int p, int v) {
+    const __m512i qs = _mm512_srli_epi16(_mm512_load_si512(sb + INF_X86_Q3K_CODES + (8 * h + v) * 64), (unsigned)(2 * p));
+    const __m512i hm = _mm512_load_si512(sb + INF_X86_Q3K_HMASK + v * 64);
+    const int bit = 4 * h + p;
+    const __m512i third = bit >= 2 ? _mm512_srli_epi16(hm, (unsigned)(bit - 2)) : _mm512_slli_epi16(hm, (unsigned)(2 - bit));
+    /* 0x03 ? qs : (third & 4), bit by bit (VPTERNLOGD 0xCA: a ? b : c) */
+    return _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x03), qs, _mm512_and_si512(third, _mm512_set1_epi8(0x04)), 0xCA);
+}
+
 /* The 4-byte units of rows[i] + at .. + 4 * units (zeros for a missing
  * row), transposed to [unit][16 rows][4] at dst; each row's 64 bytes from
  * at are readable (the super-block's). */
@@ -917,6 +932,18 @@ void inf_avx512_pack_kquant_group(const inf_weight *w, int64_t r, int nr, void *
             }
             memcpy(sb + INF_X86_IQ4XS_SCALES_H, sh, sizeof sh);
             memcpy(sb + INF_X86_IQ4XS_D, d, sizeof d);
+        } else if (w->type == INF_DTYPE_Q3_K) {
+            char *sb = group + (size_t)b * INF_X86_Q3K_BLOCK;
+            pack_units(rows, offsetof(inf_block_q3_K, qs), 16, sb + INF_X86_Q3K_CODES);
+            pack_units(rows, offsetof(inf_block_q3_K, hmask), 8, sb + INF_X86_Q3K_HMASK);
+            for (int i = 0; i < QG_ROWS; i++) {
+                const inf_block_q3_K *x = (const inf_block_q3_K *)rows[i];
+                int8_t sc[16] = {0};
+                if (x) inf_q3k_scales(x->scales, sc);
+                for (int g = 0; g < 16; g++) sb[INF_X86_Q3K_SCALES + g * 16 + i] = sc[g];
+                d[i] = x ? x->d : 0;
+            }
+            memcpy(group + inf_x86_q3k_d_at(nb, b), d, sizeof d);
         } else { /* Q6_K */
             char *sb = group + (size_t)b * Q6P_BLOCK + INF_X86_Q6K_CODES;
             pack_units(rows, offsetof(inf_block_q6_K, ql), 32, sb);
@@ -974,6 +1001,21 @@ void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t 
             _mm512_storeu_si512(coef + 16 * g, _mm512_slli_epi32(s32, 7)); /* 128 * scale */
         }
         _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_IQ4XS_D))));
+        _mm512_storeu_ps(dmin, _mm512_setzero_ps());
+        return;
+    }
+    if (type == INF_DTYPE_Q3_K) {
+        const char *sb = group + (size_t)b * INF_X86_Q3K_BLOCK;
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < 4; p++)
+                for (int v = 0; v < 8; v++) /* elements 128h + 32p + 4v: quad 32h + 8p + v */
+                    _mm512_storeu_si512(quads + (32 * h + 8 * p + v) * 64, q3k_codes(sb, h, p, v));
+        for (int g = 0; g < 16; g++) {
+            const __m512i s32 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sb + INF_X86_Q3K_SCALES + 16 * g)));
+            _mm512_storeu_si512(scale + 16 * g, s32);
+            _mm512_storeu_si512(coef + 16 * g, _mm512_slli_epi32(s32, 2)); /* 4 * scale */
+        }
+        _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q3k_d_at(nb, b)))));
         _mm512_storeu_ps(dmin, _mm512_setzero_ps());
         return;
     }
@@ -1104,6 +1146,38 @@ INLINE void q6k_packed_block(const char *group, int64_t nb, const char *sb, cons
              isum, zero, xa, b, NT, sum);
 }
 
+/* Super-block b of a packed Q3_K group of nb (its block at sb) times NT
+ * tokens: per 16-group one sum of codes q + 4 times x by VPDPBUSD, times
+ * its signed scale by VPMULLD, less 4 Σ scale * bsum. */
+INLINE void q3k_packed_block(const char *group, int64_t nb, const char *sb, const inf_block_q8_K *const *xa, int64_t b,
+                             const int NT, __m512 *sum) {
+    const int8_t *sc = (const int8_t *)(sb + INF_X86_Q3K_SCALES);
+    __m512i isum[PK_TOKENS], bias[PK_TOKENS], zero[PK_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = bias[t] = zero[t] = _mm512_setzero_si512();
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) { /* 16-groups 8h + 2p (units 0-3) and 8h + 2p + 1 (4-7) */
+            __m512i lo[PK_TOKENS], hi[PK_TOKENS];
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) lo[t] = hi[t] = _mm512_setzero_si512();
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
+                pk_dot_units(q3k_codes(sb, h, p, v), q3k_codes(sb, h, p, v + 4), xa, b, 128 * h + 32 * p + 4 * v,
+                             128 * h + 32 * p + 16 + 4 * v, NT, lo, hi);
+            const int g = 8 * h + 2 * p;
+            const __m512i sl = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * g)));
+            const __m512i sh = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (g + 1))));
+            const __m512i pair = _mm512_or_si512(_mm512_and_si512(sl, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(sh, 16));
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                int32_t bs; /* bsums of 16-groups g, g + 1 */
+                memcpy(&bs, &xa[t][b].bsums[g], 4);
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sl), _mm512_mullo_epi32(hi[t], sh)));
+                bias[t] = _mm512_dpwssd_epi32(bias[t], pair, _mm512_set1_epi32(bs));
+            }
+        }
+    }
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(bias[t], 2));
+    pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q3k_d_at(nb, b)))), _mm512_setzero_ps(),
+             isum, zero, xa, b, NT, sum);
+}
+
 /* Super-block b of a packed IQ4_XS group (sb) times NT tokens: codes
  * (table value + 128) by VPSHUFB, one sum of 32 per sub-block times its
  * signed scale by VPMULLD, less 128 Σ scale * bsum (VPDPWSSD of [s, s]). */
@@ -1148,6 +1222,7 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
     const size_t step = type == INF_DTYPE_Q4_K    ? INF_X86_Q4K_BLOCK
                         : type == INF_DTYPE_Q5_K  ? INF_X86_Q5K_BLOCK
                         : type == INF_DTYPE_IQ4_XS ? INF_X86_IQ4XS_BLOCK
+                        : type == INF_DTYPE_Q3_K  ? INF_X86_Q3K_BLOCK
                                                    : Q6P_BLOCK;
     const size_t ahead = (size_t)prefetch_blocks * step;
     for (int64_t b = 0; b < nb; b++) {
@@ -1168,6 +1243,7 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
                 inf_avx512_prefetch_weights(sb + ahead + line * 64, nta);
         }
         if (type == INF_DTYPE_Q6_K) q6k_packed_block(group, nb, sb + INF_X86_Q6K_CODES, xa, b, NT, sum);
+        else if (type == INF_DTYPE_Q3_K) q3k_packed_block(group, nb, sb, xa, b, NT, sum);
         else if (type == INF_DTYPE_IQ4_XS) iq4xs_packed_block(sb, xa, b, NT, sum);
         else q45k_packed_block(sb, type == INF_DTYPE_Q5_K, xa, b, NT, sum);
     }
@@ -1223,11 +1299,13 @@ PK_PANELS(q4k_packed_panels, INF_DTYPE_Q4_K)
 PK_PANELS(q5k_packed_panels, INF_DTYPE_Q5_K)
 PK_PANELS(iq4xs_packed_panels, INF_DTYPE_IQ4_XS)
 PK_PANELS(q6k_packed_panels, INF_DTYPE_Q6_K)
+PK_PANELS(q3k_packed_panels, INF_DTYPE_Q3_K)
 
 void inf_avx512_qgemm_packed(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
     if (w->type == INF_DTYPE_Q4_K) q4k_packed_panels(w, a, r0, r1, y, y_stride);
     else if (w->type == INF_DTYPE_Q5_K) q5k_packed_panels(w, a, r0, r1, y, y_stride);
     else if (w->type == INF_DTYPE_IQ4_XS) iq4xs_packed_panels(w, a, r0, r1, y, y_stride);
+    else if (w->type == INF_DTYPE_Q3_K) q3k_packed_panels(w, a, r0, r1, y, y_stride);
     else q6k_packed_panels(w, a, r0, r1, y, y_stride);
 }
 
