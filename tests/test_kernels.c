@@ -273,8 +273,8 @@ static void test_matmul_rows(const isa_ops *s, inf_dtype type, int64_t rows, int
         }
     TEST_CHECK(reported == 0, "%d outputs over budget", reported);
     /* the same weight packed at load (ops.h weight_pack; the x86 ISAs with
-     * AVX-512 pack Q8_0, Q4_0, Q5_0, IQ4_NL and the super-block types but
-     * Q2_K): ref.c's bits, decode rows too */
+     * AVX-512 pack Q8_0, Q4_0, Q5_0, IQ4_NL and the super-block types):
+     * ref.c's bits, decode rows too */
     const inf_ops *ops0 = s->ops[0];
     const size_t packed_bytes = ops0->weight_pack ? ops0->weight_packed_bytes(ops0, &c.w) : 0;
     void *packed = packed_bytes ? alloc_bytes(packed_bytes + 1) : NULL;
@@ -687,7 +687,8 @@ static void test_unpack_q32_group(const isa_ops *s) {
  * every row, 17 rows (a full group and one row) of 1 and 3 super-blocks. */
 static void test_unpack_packed_kquant(const isa_ops *s) {
     if (s->isa != INF_ISA_AVX512) return;
-    static const inf_dtype types[] = {INF_DTYPE_Q3_K, INF_DTYPE_Q4_K, INF_DTYPE_Q5_K, INF_DTYPE_Q6_K, INF_DTYPE_IQ4_XS};
+    static const inf_dtype types[] = {INF_DTYPE_Q2_K, INF_DTYPE_Q3_K, INF_DTYPE_Q4_K,
+                                      INF_DTYPE_Q5_K, INF_DTYPE_Q6_K, INF_DTYPE_IQ4_XS};
     enum { ROWS = 17 };
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (int64_t nb = 1; nb <= 3; nb += 2) {

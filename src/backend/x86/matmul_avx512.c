@@ -991,7 +991,7 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
                      void *pack) {
     const bool packed = w->packed_format == INF_X86_PACKED_GROUPS; /* at load: activations as Q8_0's, Q4_K's its own */
     if (packed && inf_dtype_block_elems(w->type) == INF_QK_K) {
-        inf_avx512_qgemm_packed(w, a, r0, r1, y, y_stride);
+        inf_avx512_qgemm_packed(w, a, r0, r1, y, y_stride, pack);
         return;
     }
     if (inf_dtype_is_quant(w->type) && !packed) {

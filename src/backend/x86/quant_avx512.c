@@ -736,6 +736,22 @@ static void run_qtile(inf_dtype type, const char *pack, int64_t nb, const char *
     }
 }
 
+/* Every token times rows [r0, r1) packed at pack (pack_qgroup's groups). */
+static void run_qgroups(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                        const char *pack) {
+    const int64_t nb = w->cols / INF_QK_K;
+    const size_t gbytes = (size_t)nb * QG_BLOCK, stride = inf_act_row_bytes_quant(w->type, w->cols);
+    const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
+    for (int t0 = 0; t0 < a->n; t0 += QG_TOKENS) {
+        const int nt = INF_MIN(QG_TOKENS, a->n - t0);
+        for (int g = 0; g < n_groups; g++) {
+            const int64_t r = r0 + (int64_t)g * QG_ROWS;
+            const int nr = (int)INF_MIN(QG_ROWS, r1 - r);
+            run_qtile(w->type, pack + g * gbytes, nb, a->data, stride, t0, nt, y + r, y_stride, (__mmask16)((1u << nr) - 1));
+        }
+    }
+}
+
 void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                       void *pack) {
     if (inf_dtype_block_elems(w->type) == INF_QK) {
@@ -743,28 +759,20 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
         return;
     }
     const int64_t nb = w->cols / INF_QK_K;
-    const size_t gbytes = (size_t)nb * QG_BLOCK, stride = inf_act_row_bytes_quant(w->type, w->cols);
+    const size_t gbytes = (size_t)nb * QG_BLOCK;
     const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
     for (int g = 0; g < n_groups; g++) {
         const int64_t r = r0 + (int64_t)g * QG_ROWS;
         for (int64_t b = 0; b < nb; b++)
             pack_qgroup(w, r, (int)INF_MIN(QG_ROWS, r1 - r), b, (char *)pack + g * gbytes + (size_t)b * QG_BLOCK);
     }
-    for (int t0 = 0; t0 < a->n; t0 += QG_TOKENS) {
-        const int nt = INF_MIN(QG_TOKENS, a->n - t0);
-        for (int g = 0; g < n_groups; g++) {
-            const int64_t r = r0 + (int64_t)g * QG_ROWS;
-            const int nr = (int)INF_MIN(QG_ROWS, r1 - r);
-            run_qtile(w->type, (const char *)pack + g * gbytes, nb, a->data, stride, t0, nt, y + r, y_stride,
-                      (__mmask16)((1u << nr) - 1));
-        }
-    }
+    run_qgroups(w, a, r0, r1, y, y_stride, pack);
 }
 
 /* ------------------------------------------------------------------ super-blocks packed at load */
 
-/* The super-block types packed at load (x86_kernels.h: Q3_K, Q4_K, Q5_K,
- * Q6_K, IQ4_XS): lane = row, so a super-block's integer sums of 16 rows form in
+/* The super-block types packed at load (x86_kernels.h: Q2_K, Q3_K, Q4_K,
+ * Q5_K, Q6_K, IQ4_XS): lane = row, so a super-block's integer sums of 16 rows form in
  * vector lanes, with no horizontal sums and no scalar scale decoding. One
  * load of 4-byte units gives two quads of codes (the low and the high
  * nibbles; Q5_K and Q6_K OR in their top bits from their qh units), and
@@ -779,6 +787,8 @@ void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t
  *     Σ scale * bsum (VPDPWSSD of the scale pairs against bsum pairs);
  *   Q3_K: as Q6_K, codes of 3 bits (two from qs, the third from hmask, q
  *     + 4) and less 4 Σ scale * bsum;
+ *   Q2_K: as Q3_K without the third bit or the bias, its mins as Q4_K's
+ *     (VPDPWSSD of [m, m] pairs against the bsums);
  *   IQ4_XS: codes from the table by VPSHUFB, one sum per 32 by VPMULLD,
  *     less 128 Σ scale * bsum.
  * Then ref.c's f32 steps lane by lane: exact integers and the same
@@ -871,12 +881,24 @@ INLINE void q6k_unit(const char *sb, int h, int u, __m512i *lo, __m512i *hi) {
     *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m0f), _mm512_and_si512(_mm512_srli_epi16(hb, s), m30));
 }
 
+/* Q2_K's and Q3_K's qs unit v of half h (at codes), shifted so that bit
+ * pair p (elements 128h + 32p + 4v .. + 3) is each byte's low two bits. */
+INLINE __m512i crumbs(const char *codes, int h, int p, int v) {
+    return _mm512_srli_epi16(_mm512_load_si512(codes + (8 * h + v) * 64), (unsigned)(2 * p));
+}
+
+/* A packed Q2_K super-block's (sb) codes q of elements 128h + 32p + 4v ..
+ * + 3, 16 rows. */
+INLINE __m512i q2k_codes(const char *sb, int h, int p, int v) {
+    return _mm512_and_si512(crumbs(sb + INF_X86_Q2K_CODES, h, p, v), _mm512_set1_epi8(0x03));
+}
+
 /* A packed Q3_K super-block's (sb) codes q + 4 of elements 128h + 32p +
  * 4v .. + 3, 16 rows: bit pair p of qs unit v of half h, and bit 4h + p
  * of hmask unit v as bit 2. The 16-bit shifts keep each kept bit within
  * its byte (pairs from bits up to 7, the third bit from bits 0 to 7). */
 INLINE __m512i q3k_codes(const char *sb, int h, int p, int v) {
-    const __m512i qs = _mm512_srli_epi16(_mm512_load_si512(sb + INF_X86_Q3K_CODES + (8 * h + v) * 64), (unsigned)(2 * p));
+    const __m512i qs = crumbs(sb + INF_X86_Q3K_CODES, h, p, v);
     const __m512i hm = _mm512_load_si512(sb + INF_X86_Q3K_HMASK + v * 64);
     const int bit = 4 * h + p;
     const __m512i third = bit >= 2 ? _mm512_srli_epi16(hm, (unsigned)(bit - 2)) : _mm512_slli_epi16(hm, (unsigned)(2 - bit));
@@ -932,6 +954,17 @@ void inf_avx512_pack_kquant_group(const inf_weight *w, int64_t r, int nr, void *
             }
             memcpy(sb + INF_X86_IQ4XS_SCALES_H, sh, sizeof sh);
             memcpy(sb + INF_X86_IQ4XS_D, d, sizeof d);
+        } else if (w->type == INF_DTYPE_Q2_K) {
+            char *sb = group + (size_t)b * INF_X86_Q2K_BLOCK;
+            pack_units(rows, offsetof(inf_block_q2_K, qs), 16, sb + INF_X86_Q2K_CODES);
+            for (int i = 0; i < QG_ROWS; i++) {
+                const inf_block_q2_K *x = (const inf_block_q2_K *)rows[i];
+                for (int g = 0; g < 16; g++) sb[INF_X86_Q2K_SCALES + g * 16 + i] = x ? (char)x->scales[g] : 0;
+                d[i] = x ? x->d : 0;
+                dmin[i] = x ? x->dmin : 0;
+            }
+            memcpy(group + inf_x86_q2k_d_at(nb, b), d, sizeof d);
+            memcpy(group + inf_x86_q2k_d_at(nb, b) + 32, dmin, sizeof dmin);
         } else if (w->type == INF_DTYPE_Q3_K) {
             char *sb = group + (size_t)b * INF_X86_Q3K_BLOCK;
             pack_units(rows, offsetof(inf_block_q3_K, qs), 16, sb + INF_X86_Q3K_CODES);
@@ -1002,6 +1035,21 @@ void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t 
         }
         _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + INF_X86_IQ4XS_D))));
         _mm512_storeu_ps(dmin, _mm512_setzero_ps());
+        return;
+    }
+    if (type == INF_DTYPE_Q2_K) {
+        const char *sb = group + (size_t)b * INF_X86_Q2K_BLOCK;
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < 4; p++)
+                for (int v = 0; v < 8; v++) /* elements 128h + 32p + 4v: quad 32h + 8p + v */
+                    _mm512_storeu_si512(quads + (32 * h + 8 * p + v) * 64, q2k_codes(sb, h, p, v));
+        for (int g = 0; g < 16; g++) {
+            const __m512i s32 = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sb + INF_X86_Q2K_SCALES + 16 * g)));
+            _mm512_storeu_si512(scale + 16 * g, _mm512_and_si512(s32, _mm512_set1_epi32(0xF)));
+            _mm512_storeu_si512(coef + 16 * g, _mm512_srli_epi32(s32, 4));
+        }
+        _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q2k_d_at(nb, b)))));
+        _mm512_storeu_ps(dmin, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q2k_d_at(nb, b) + 32))));
         return;
     }
     if (type == INF_DTYPE_Q3_K) {
@@ -1146,6 +1194,40 @@ INLINE void q6k_packed_block(const char *group, int64_t nb, const char *sb, cons
              isum, zero, xa, b, NT, sum);
 }
 
+/* Super-block b of a packed Q2_K group of nb (its block at sb) times NT
+ * tokens: per 16-group one sum of codes times x by VPDPBUSD, times its
+ * scale by VPMULLD; the mins against the bsums by VPDPWSSD. */
+INLINE void q2k_packed_block(const char *group, int64_t nb, const char *sb, const inf_block_q8_K *const *xa, int64_t b,
+                             const int NT, __m512 *sum) {
+    const uint8_t *sc = (const uint8_t *)(sb + INF_X86_Q2K_SCALES);
+    const __m512i m0f = _mm512_set1_epi32(0xF);
+    __m512i isum[PK_TOKENS], imin[PK_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = imin[t] = _mm512_setzero_si512();
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) { /* 16-groups 8h + 2p (units 0-3) and 8h + 2p + 1 (4-7) */
+            __m512i lo[PK_TOKENS], hi[PK_TOKENS];
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) lo[t] = hi[t] = _mm512_setzero_si512();
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
+                pk_dot_units(q2k_codes(sb, h, p, v), q2k_codes(sb, h, p, v + 4), xa, b, 128 * h + 32 * p + 4 * v,
+                             128 * h + 32 * p + 16 + 4 * v, NT, lo, hi);
+            const int g = 8 * h + 2 * p;
+            const __m512i bl = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * g)));
+            const __m512i bh = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (g + 1))));
+            const __m512i mins = _mm512_or_si512(_mm512_srli_epi32(bl, 4), _mm512_slli_epi32(_mm512_srli_epi32(bh, 4), 16));
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
+                int32_t bs; /* bsums of 16-groups g, g + 1 */
+                memcpy(&bs, &xa[t][b].bsums[g], 4);
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], _mm512_and_si512(bl, m0f)),
+                                                                     _mm512_mullo_epi32(hi[t], _mm512_and_si512(bh, m0f))));
+                imin[t] = _mm512_dpwssd_epi32(imin[t], mins, _mm512_set1_epi32(bs));
+            }
+        }
+    }
+    const char *dd = group + inf_x86_q2k_d_at(nb, b);
+    pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)dd)), _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(dd + 32))),
+             isum, imin, xa, b, NT, sum);
+}
+
 /* Super-block b of a packed Q3_K group of nb (its block at sb) times NT
  * tokens: per 16-group one sum of codes q + 4 times x by VPDPBUSD, times
  * its signed scale by VPMULLD, less 4 Σ scale * bsum. */
@@ -1223,6 +1305,7 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
                         : type == INF_DTYPE_Q5_K  ? INF_X86_Q5K_BLOCK
                         : type == INF_DTYPE_IQ4_XS ? INF_X86_IQ4XS_BLOCK
                         : type == INF_DTYPE_Q3_K  ? INF_X86_Q3K_BLOCK
+                        : type == INF_DTYPE_Q2_K  ? INF_X86_Q2K_BLOCK
                                                    : Q6P_BLOCK;
     const size_t ahead = (size_t)prefetch_blocks * step;
     for (int64_t b = 0; b < nb; b++) {
@@ -1244,6 +1327,7 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
         }
         if (type == INF_DTYPE_Q6_K) q6k_packed_block(group, nb, sb + INF_X86_Q6K_CODES, xa, b, NT, sum);
         else if (type == INF_DTYPE_Q3_K) q3k_packed_block(group, nb, sb, xa, b, NT, sum);
+        else if (type == INF_DTYPE_Q2_K) q2k_packed_block(group, nb, sb, xa, b, NT, sum);
         else if (type == INF_DTYPE_IQ4_XS) iq4xs_packed_block(sb, xa, b, NT, sum);
         else q45k_packed_block(sb, type == INF_DTYPE_Q5_K, xa, b, NT, sum);
     }
@@ -1300,12 +1384,49 @@ PK_PANELS(q5k_packed_panels, INF_DTYPE_Q5_K)
 PK_PANELS(iq4xs_packed_panels, INF_DTYPE_IQ4_XS)
 PK_PANELS(q6k_packed_panels, INF_DTYPE_Q6_K)
 PK_PANELS(q3k_packed_panels, INF_DTYPE_Q3_K)
+PK_PANELS(q2k_packed_panels, INF_DTYPE_Q2_K)
 
-void inf_avx512_qgemm_packed(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride) {
+/* Q2_K and Q3_K packed at load, from this many tokens: each panel is
+ * unpacked once into the qgemm's groups (pack_qgroup's layout) and runs
+ * its tiles of 8 tokens. Their codes take the most unpacking per byte,
+ * which the packed tiles repeat for every 4 tokens: prefill 511 of a
+ * Q2_K model (Zen 5 VM, 2 threads) ran 6% slower on them than it had on
+ * the file's rows. */
+enum { QG_UNPACK_MIN_TOKENS = 8 };
+
+/* Rows [r0, r1) (one panel) of a Q2_K or Q3_K weight packed at load, every
+ * token, by way of the qgemm's groups at pack. */
+static void unpacked_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                           char *pack) {
+    const int64_t nb = w->cols / INF_QK_K;
+    const size_t pbytes = inf_x86_packed_group_bytes(w->type, w->cols), gbytes = (size_t)nb * QG_BLOCK;
+    const int n_groups = (int)((r1 - r0 + QG_ROWS - 1) / QG_ROWS);
+    int32_t coef[16 * QG_ROWS] __attribute__((aligned(64)));
+    for (int g = 0; g < n_groups; g++) {
+        const char *group = (const char *)w->packed + (size_t)((r0 + (int64_t)g * QG_ROWS) / QG_ROWS) * pbytes;
+        for (int64_t b = 0; b < nb; b++) {
+            char *dst = pack + g * gbytes + (size_t)b * QG_BLOCK;
+            inf_avx512_unpack_packed_kquant(w->type, group, nb, b, (uint8_t *)dst, (int32_t *)(dst + QG_SCALE), coef,
+                                            (float *)(dst + QG_D), (float *)(dst + QG_DMIN));
+            for (int i = 0; i < 16 * QG_ROWS; i++) /* as pack_qgroup: the low 16 bits, for VPMADDWD */
+                ((int32_t *)(dst + QG_COEF))[i] = coef[i] & 0xFFFF;
+        }
+    }
+    run_qgroups(w, a, r0, r1, y, y_stride, pack);
+}
+
+void inf_avx512_qgemm_packed(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                             void *pack) {
+    if ((w->type == INF_DTYPE_Q2_K || w->type == INF_DTYPE_Q3_K) && a->n >= QG_UNPACK_MIN_TOKENS) {
+        for (int64_t r = r0; r < r1; r += INF_X86_GEMM_ROWS)
+            unpacked_qgemm(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride, pack);
+        return;
+    }
     if (w->type == INF_DTYPE_Q4_K) q4k_packed_panels(w, a, r0, r1, y, y_stride);
     else if (w->type == INF_DTYPE_Q5_K) q5k_packed_panels(w, a, r0, r1, y, y_stride);
     else if (w->type == INF_DTYPE_IQ4_XS) iq4xs_packed_panels(w, a, r0, r1, y, y_stride);
     else if (w->type == INF_DTYPE_Q3_K) q3k_packed_panels(w, a, r0, r1, y, y_stride);
+    else if (w->type == INF_DTYPE_Q2_K) q2k_packed_panels(w, a, r0, r1, y, y_stride);
     else q6k_packed_panels(w, a, r0, r1, y, y_stride);
 }
 

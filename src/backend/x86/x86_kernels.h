@@ -64,7 +64,7 @@ void inf_avx2_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r
                     void *pack);
 size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 
-/* ---- Q8_0, Q4_0, Q5_0, IQ4_NL, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS weights packed in groups of 16 rows, for
+/* ---- Q8_0, Q4_0, Q5_0, IQ4_NL and the super-block types (Q2_K .. Q6_K, IQ4_XS) packed in groups of 16 rows, for
  * the avx512 gemm and the AMX tiles alike (per task by
  * inf_avx512_pack_group, or the whole matrix once at load:
  * inf_avx512_pack_rows). A group of nb = cols / 32 blocks (K-quants:
@@ -122,12 +122,17 @@ size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
  *   then d [nb][16 rows] f16 (inf_x86_q3k_d_at), padded to 64 bytes.
  *   (114 bytes a row per super-block against the file's 110: the scales
  *   decoded save the kernel the most work per byte of any type.)
+ *   Q2_K: per super-block, INF_X86_Q2K_BLOCK bytes: scales [16 groups][16
+ *     rows] at INF_X86_Q2K_SCALES, the file's bytes (scale in the low
+ *     nibble, min in the high), then qs as Q3_K's at INF_X86_Q2K_CODES
+ *     (bit pair p of unit v of half h: elements 128h + 32p + 4v .. + 3);
+ *   then d, dmin [nb][2][16 rows] f16 (inf_x86_q2k_d_at), 64 bytes each.
  * Every block's scales come before its codes: decode reads each group
  * from front to back, which the hardware prefetchers follow (with the
  * scales after the codes, or in a table after the group, decode of one
  * 2 GiB matrix on 2 threads streamed 2-14% slower).
  * As many bytes as the GGUF rows (34, 18 per 32 weights; 144, 176, 210,
- * 136 per 256), up to the padding; Q3_K 4 more (above). Group g of a packed matrix starts at
+ * 136 per 256, 84 Q2_K), up to the padding; Q3_K 4 more (above). Group g of a packed matrix starts at
  * g * inf_x86_packed_group_bytes(type, cols). */
 enum {
     INF_X86_PACKED_SCALES_BLOCK = 16 * 2,
@@ -154,11 +159,14 @@ enum {
     INF_X86_Q3K_CODES = 256,
     INF_X86_Q3K_HMASK = INF_X86_Q3K_CODES + 1024,
     INF_X86_Q3K_BLOCK = INF_X86_Q3K_HMASK + 512, /* 1792 */
+    INF_X86_Q2K_SCALES = 0,
+    INF_X86_Q2K_CODES = 256,
+    INF_X86_Q2K_BLOCK = INF_X86_Q2K_CODES + 1024, /* 1280 */
 };
 static inline bool inf_x86_packs(inf_dtype type) {
     return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0 || type == INF_DTYPE_Q5_0 || type == INF_DTYPE_IQ4_NL ||
-           type == INF_DTYPE_Q3_K || type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K || type == INF_DTYPE_Q6_K ||
-           type == INF_DTYPE_IQ4_XS;
+           type == INF_DTYPE_Q2_K || type == INF_DTYPE_Q3_K || type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K ||
+           type == INF_DTYPE_Q6_K || type == INF_DTYPE_IQ4_XS;
 }
 enum { INF_X86_Q5_0_MASKS = 256 }; /* where a packed Q5_0 block's fifth-bit masks follow its units */
 static inline size_t inf_x86_packed_quants_block(inf_dtype type) {
@@ -181,12 +189,16 @@ static inline size_t inf_x86_q6k_d_at(int64_t nb, int64_t b) {
 static inline size_t inf_x86_q3k_d_at(int64_t nb, int64_t b) {
     return (size_t)nb * INF_X86_Q3K_BLOCK + (size_t)b * 32;
 }
+static inline size_t inf_x86_q2k_d_at(int64_t nb, int64_t b) { /* dmin 32 bytes on */
+    return (size_t)nb * INF_X86_Q2K_BLOCK + (size_t)b * 64;
+}
 static inline size_t inf_x86_packed_group_bytes(inf_dtype type, int64_t cols) {
     if (type == INF_DTYPE_Q4_K) return (size_t)(cols / 256) * INF_X86_Q4K_BLOCK;
     if (type == INF_DTYPE_Q5_K) return (size_t)(cols / 256) * INF_X86_Q5K_BLOCK;
     if (type == INF_DTYPE_IQ4_XS) return (size_t)(cols / 256) * INF_X86_IQ4XS_BLOCK;
     if (type == INF_DTYPE_Q6_K) return (inf_x86_q6k_d_at(cols / 256, cols / 256) + 63) / 64 * 64;
     if (type == INF_DTYPE_Q3_K) return (inf_x86_q3k_d_at(cols / 256, cols / 256) + 63) / 64 * 64;
+    if (type == INF_DTYPE_Q2_K) return inf_x86_q2k_d_at(cols / 256, cols / 256);
     return inf_x86_q32_quants_at(type, cols / 32 - 1) + inf_x86_packed_quants_block(type); /* a multiple of 64 */
 }
 /* The packed format tag of those matrices (inf_weight.packed_format). */
@@ -257,7 +269,7 @@ size_t inf_avx512_qgemm32_pack_bytes(int64_t cols);
  * min, 0 but for Q4_1/Q5_1); groups nb blocks apart. */
 enum { INF_QB_CORR = 512, INF_QB_D = 576, INF_QB_M = 640, INF_QB_BLOCK = 704 };
 void inf_avx512_qgemm32_pack(const inf_weight *w, int64_t r0, int64_t r1, void *pack);
-/* Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS packed at load (the layout above): rows [r, r + nr) of w
+/* The super-block types packed at load (the layout above): rows [r, r + nr) of w
  * into group dst (missing rows zeros); the gemm of such a weight, any
  * range of whole groups and any token count, bit-identical to ref.c; and
  * super-block b of a group of nb unpacked for the gemms' per-task packs:
@@ -265,7 +277,8 @@ void inf_avx512_qgemm32_pack(const inf_weight *w, int64_t r0, int64_t r1, void *
  * g scale[g][row] and coef[g][row] (int32; as inf_avx512_unpack_kquant's),
  * then d, dmin (f32) of the rows. */
 void inf_avx512_pack_kquant_group(const inf_weight *w, int64_t r, int nr, void *dst);
-void inf_avx512_qgemm_packed(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride);
+void inf_avx512_qgemm_packed(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
+                             void *pack); /* pack: inf_avx512_qgemm_pack_bytes (Q2_K, Q3_K prompts unpack there) */
 void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t nb, int64_t b, uint8_t *quads,
                                      int32_t *scale, int32_t *coef, float *d, float *dmin);
 /* The super-block gemm's weight unpacker, for the AMX tiles' pack: a
