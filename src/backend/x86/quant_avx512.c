@@ -1037,34 +1037,23 @@ void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t 
         _mm512_storeu_ps(dmin, _mm512_setzero_ps());
         return;
     }
-    if (type == INF_DTYPE_Q2_K) {
-        const char *sb = group + (size_t)b * INF_X86_Q2K_BLOCK;
+    if (type == INF_DTYPE_Q2_K || type == INF_DTYPE_Q3_K) {
+        const bool three = type == INF_DTYPE_Q3_K;
+        const char *sb = group + (size_t)b * (three ? INF_X86_Q3K_BLOCK : INF_X86_Q2K_BLOCK);
         for (int h = 0; h < 2; h++)
             for (int p = 0; p < 4; p++)
                 for (int v = 0; v < 8; v++) /* elements 128h + 32p + 4v: quad 32h + 8p + v */
-                    _mm512_storeu_si512(quads + (32 * h + 8 * p + v) * 64, q2k_codes(sb, h, p, v));
+                    _mm512_storeu_si512(quads + (32 * h + 8 * p + v) * 64, three ? q3k_codes(sb, h, p, v) : q2k_codes(sb, h, p, v));
         for (int g = 0; g < 16; g++) {
-            const __m512i s32 = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sb + INF_X86_Q2K_SCALES + 16 * g)));
-            _mm512_storeu_si512(scale + 16 * g, _mm512_and_si512(s32, _mm512_set1_epi32(0xF)));
-            _mm512_storeu_si512(coef + 16 * g, _mm512_srli_epi32(s32, 4));
+            const __m128i bytes = _mm_load_si128((const __m128i *)(sb + (three ? INF_X86_Q3K_SCALES : INF_X86_Q2K_SCALES) + 16 * g));
+            const __m512i s32 = three ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+            /* Q3_K: the scale and 4 * it; Q2_K: the low nibble and the min in the high */
+            _mm512_storeu_si512(scale + 16 * g, three ? s32 : _mm512_and_si512(s32, _mm512_set1_epi32(0xF)));
+            _mm512_storeu_si512(coef + 16 * g, three ? _mm512_slli_epi32(s32, 2) : _mm512_srli_epi32(s32, 4));
         }
-        _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q2k_d_at(nb, b)))));
-        _mm512_storeu_ps(dmin, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q2k_d_at(nb, b) + 32))));
-        return;
-    }
-    if (type == INF_DTYPE_Q3_K) {
-        const char *sb = group + (size_t)b * INF_X86_Q3K_BLOCK;
-        for (int h = 0; h < 2; h++)
-            for (int p = 0; p < 4; p++)
-                for (int v = 0; v < 8; v++) /* elements 128h + 32p + 4v: quad 32h + 8p + v */
-                    _mm512_storeu_si512(quads + (32 * h + 8 * p + v) * 64, q3k_codes(sb, h, p, v));
-        for (int g = 0; g < 16; g++) {
-            const __m512i s32 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sb + INF_X86_Q3K_SCALES + 16 * g)));
-            _mm512_storeu_si512(scale + 16 * g, s32);
-            _mm512_storeu_si512(coef + 16 * g, _mm512_slli_epi32(s32, 2)); /* 4 * scale */
-        }
-        _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q3k_d_at(nb, b)))));
-        _mm512_storeu_ps(dmin, _mm512_setzero_ps());
+        const char *dd = group + (three ? inf_x86_q3k_d_at(nb, b) : inf_x86_q2k_d_at(nb, b));
+        _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)dd)));
+        _mm512_storeu_ps(dmin, three ? _mm512_setzero_ps() : _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(dd + 32))));
         return;
     }
     const char *sb = group + (size_t)b * Q6P_BLOCK + INF_X86_Q6K_CODES; /* Q6_K */
@@ -1194,70 +1183,55 @@ INLINE void q6k_packed_block(const char *group, int64_t nb, const char *sb, cons
              isum, zero, xa, b, NT, sum);
 }
 
-/* Super-block b of a packed Q2_K group of nb (its block at sb) times NT
- * tokens: per 16-group one sum of codes times x by VPDPBUSD, times its
- * scale by VPMULLD; the mins against the bsums by VPDPWSSD. */
-INLINE void q2k_packed_block(const char *group, int64_t nb, const char *sb, const inf_block_q8_K *const *xa, int64_t b,
-                             const int NT, __m512 *sum) {
-    const uint8_t *sc = (const uint8_t *)(sb + INF_X86_Q2K_SCALES);
-    const __m512i m0f = _mm512_set1_epi32(0xF);
-    __m512i isum[PK_TOKENS], imin[PK_TOKENS];
-    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = imin[t] = _mm512_setzero_si512();
+/* Super-block b of a packed Q2_K or (THREE) Q3_K group of nb (its block
+ * at sb) times NT tokens: per 16-group one sum of codes times x by
+ * VPDPBUSD, times its scale by VPMULLD; then by VPDPWSSD against the
+ * token's bsums, pairs of 16-groups at once, Q2_K's mins (the imin of
+ * ref.c) or Q3_K's scales (4 Σ scale * bsum off, its codes being q + 4). */
+INLINE void q23k_packed_block(const char *group, int64_t nb, const char *sb, const bool THREE, const inf_block_q8_K *const *xa,
+                              int64_t b, const int NT, __m512 *sum) {
+    const char *sc = sb + (THREE ? INF_X86_Q3K_SCALES : INF_X86_Q2K_SCALES);
+    __m512i isum[PK_TOKENS], other[PK_TOKENS], zero[PK_TOKENS];
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = other[t] = zero[t] = _mm512_setzero_si512();
     _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
         _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) { /* 16-groups 8h + 2p (units 0-3) and 8h + 2p + 1 (4-7) */
             __m512i lo[PK_TOKENS], hi[PK_TOKENS];
             _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) lo[t] = hi[t] = _mm512_setzero_si512();
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
-                pk_dot_units(q2k_codes(sb, h, p, v), q2k_codes(sb, h, p, v + 4), xa, b, 128 * h + 32 * p + 4 * v,
-                             128 * h + 32 * p + 16 + 4 * v, NT, lo, hi);
+                pk_dot_units(THREE ? q3k_codes(sb, h, p, v) : q2k_codes(sb, h, p, v),
+                             THREE ? q3k_codes(sb, h, p, v + 4) : q2k_codes(sb, h, p, v + 4), xa, b,
+                             128 * h + 32 * p + 4 * v, 128 * h + 32 * p + 16 + 4 * v, NT, lo, hi);
             const int g = 8 * h + 2 * p;
-            const __m512i bl = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * g)));
-            const __m512i bh = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (g + 1))));
-            const __m512i mins = _mm512_or_si512(_mm512_srli_epi32(bl, 4), _mm512_slli_epi32(_mm512_srli_epi32(bh, 4), 16));
-            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
-                int32_t bs; /* bsums of 16-groups g, g + 1 */
-                memcpy(&bs, &xa[t][b].bsums[g], 4);
-                isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], _mm512_and_si512(bl, m0f)),
-                                                                     _mm512_mullo_epi32(hi[t], _mm512_and_si512(bh, m0f))));
-                imin[t] = _mm512_dpwssd_epi32(imin[t], mins, _mm512_set1_epi32(bs));
+            const __m128i bytes_l = _mm_load_si128((const __m128i *)(sc + 16 * g));
+            const __m128i bytes_h = _mm_load_si128((const __m128i *)(sc + 16 * (g + 1)));
+            __m512i sl, sh, pair; /* scales of 16-groups g, g + 1; the pairs for VPDPWSSD */
+            if (THREE) {
+                sl = _mm512_cvtepi8_epi32(bytes_l);
+                sh = _mm512_cvtepi8_epi32(bytes_h);
+                pair = _mm512_or_si512(_mm512_and_si512(sl, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(sh, 16));
+            } else { /* scale in the low nibble, min in the high */
+                const __m512i bl = _mm512_cvtepu8_epi32(bytes_l), bh = _mm512_cvtepu8_epi32(bytes_h);
+                sl = _mm512_and_si512(bl, _mm512_set1_epi32(0xF));
+                sh = _mm512_and_si512(bh, _mm512_set1_epi32(0xF));
+                pair = _mm512_or_si512(_mm512_srli_epi32(bl, 4), _mm512_slli_epi32(_mm512_srli_epi32(bh, 4), 16));
             }
-        }
-    }
-    const char *dd = group + inf_x86_q2k_d_at(nb, b);
-    pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)dd)), _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(dd + 32))),
-             isum, imin, xa, b, NT, sum);
-}
-
-/* Super-block b of a packed Q3_K group of nb (its block at sb) times NT
- * tokens: per 16-group one sum of codes q + 4 times x by VPDPBUSD, times
- * its signed scale by VPMULLD, less 4 Σ scale * bsum. */
-INLINE void q3k_packed_block(const char *group, int64_t nb, const char *sb, const inf_block_q8_K *const *xa, int64_t b,
-                             const int NT, __m512 *sum) {
-    const int8_t *sc = (const int8_t *)(sb + INF_X86_Q3K_SCALES);
-    __m512i isum[PK_TOKENS], bias[PK_TOKENS], zero[PK_TOKENS];
-    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = bias[t] = zero[t] = _mm512_setzero_si512();
-    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) { /* 16-groups 8h + 2p (units 0-3) and 8h + 2p + 1 (4-7) */
-            __m512i lo[PK_TOKENS], hi[PK_TOKENS];
-            _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) lo[t] = hi[t] = _mm512_setzero_si512();
-            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
-                pk_dot_units(q3k_codes(sb, h, p, v), q3k_codes(sb, h, p, v + 4), xa, b, 128 * h + 32 * p + 4 * v,
-                             128 * h + 32 * p + 16 + 4 * v, NT, lo, hi);
-            const int g = 8 * h + 2 * p;
-            const __m512i sl = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * g)));
-            const __m512i sh = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + 16 * (g + 1))));
-            const __m512i pair = _mm512_or_si512(_mm512_and_si512(sl, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(sh, 16));
             _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {
                 int32_t bs; /* bsums of 16-groups g, g + 1 */
                 memcpy(&bs, &xa[t][b].bsums[g], 4);
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sl), _mm512_mullo_epi32(hi[t], sh)));
-                bias[t] = _mm512_dpwssd_epi32(bias[t], pair, _mm512_set1_epi32(bs));
+                other[t] = _mm512_dpwssd_epi32(other[t], pair, _mm512_set1_epi32(bs));
             }
         }
     }
-    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(bias[t], 2));
-    pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q3k_d_at(nb, b)))), _mm512_setzero_ps(),
-             isum, zero, xa, b, NT, sum);
+    if (THREE) {
+        _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) isum[t] = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(other[t], 2));
+        pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(group + inf_x86_q3k_d_at(nb, b)))), _mm512_setzero_ps(),
+                 isum, zero, xa, b, NT, sum);
+    } else {
+        const char *dd = group + inf_x86_q2k_d_at(nb, b);
+        pk_scale(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)dd)),
+                 _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(dd + 32))), isum, other, xa, b, NT, sum);
+    }
 }
 
 /* Super-block b of a packed IQ4_XS group (sb) times NT tokens: codes
@@ -1326,8 +1300,8 @@ INLINE void kquant_packed_tile(inf_dtype type, const char *group, int64_t nb, co
                 inf_avx512_prefetch_weights(sb + ahead + line * 64, nta);
         }
         if (type == INF_DTYPE_Q6_K) q6k_packed_block(group, nb, sb + INF_X86_Q6K_CODES, xa, b, NT, sum);
-        else if (type == INF_DTYPE_Q3_K) q3k_packed_block(group, nb, sb, xa, b, NT, sum);
-        else if (type == INF_DTYPE_Q2_K) q2k_packed_block(group, nb, sb, xa, b, NT, sum);
+        else if (type == INF_DTYPE_Q3_K || type == INF_DTYPE_Q2_K)
+            q23k_packed_block(group, nb, sb, type == INF_DTYPE_Q3_K, xa, b, NT, sum);
         else if (type == INF_DTYPE_IQ4_XS) iq4xs_packed_block(sb, xa, b, NT, sum);
         else q45k_packed_block(sb, type == INF_DTYPE_Q5_K, xa, b, NT, sum);
     }
