@@ -707,12 +707,21 @@ INLINE __mmask64 fifth_bits(const char *gb, int q) {
     return _cvtu64_mask64(m);
 }
 
-/* inf_iq4nl_values + offset (0 or 128: as unsigned bytes), in each 16-byte
- * lane of a vector: VPSHUFB looks up the 64 nibbles of one at once. */
-INLINE __m512i iq4nl_table(int offset) {
-    uint8_t t[16];
-    for (int i = 0; i < 16; i++) t[i] = (uint8_t)(inf_iq4nl_values[i] + offset);
-    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t));
+/* Quad q of the packed Q4_0, Q5_0 or IQ4_NL block whose units start at gb,
+ * 16 rows, as the unsigned codes w + q32_bias(T) VPDPBUSD takes: the
+ * nibble (low for quads 0-3, high for 4-7), Q5_0's fifth bit as 16 under
+ * its mask, IQ4_NL's nibble looked up (x86_kernels.h). */
+INLINE __m512i q32_codes(const char *gb, int q, inf_dtype T) {
+    const __m512i u = _mm512_load_si512(gb + (q % 4) * 64);
+    __m512i c = _mm512_and_si512(q >= 4 ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
+    if (T == INF_DTYPE_Q5_0) c = _mm512_mask_add_epi8(c, fifth_bits(gb, q), c, _mm512_set1_epi8(16));
+    if (T == INF_DTYPE_IQ4_NL) c = _mm512_shuffle_epi8(inf_avx512_iq4nl_codes(), c);
+    return c;
+}
+
+/* What a packed 32-block type's codes (Q8_0's: flipped) exceed its values by. */
+INLINE int q32_bias(inf_dtype T) {
+    return T == INF_DTYPE_Q8_0 || T == INF_DTYPE_IQ4_NL ? 128 : T == INF_DTYPE_Q5_0 ? 16 : 8;
 }
 
 /* The fifth bits of the Q5_0 block whose qh lies at qh in each of nr rows
@@ -827,14 +836,9 @@ void inf_avx512_unpack_q32_group(inf_dtype type, const char *src, int64_t nb, ch
     for (int64_t b = 0; b < nb; b++) {
         const char *from = src + inf_x86_q32_quants_at(type, b);
         char *to = dst + inf_x86_q32_quants_at(INF_DTYPE_Q8_0, b);
-        for (int quad = 0; quad < 8; quad++) {
-            const __m512i u = _mm512_load_si512(from + (quad % 4) * 64);
-            __m512i q = _mm512_and_si512(quad >= 4 ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
-            if (type == INF_DTYPE_Q5_0) q = _mm512_mask_add_epi8(q, fifth_bits(from, quad), q, _mm512_set1_epi8(16));
-            q = type == INF_DTYPE_IQ4_NL ? _mm512_shuffle_epi8(iq4nl_table(0), q)
-                                         : _mm512_sub_epi8(q, _mm512_set1_epi8(type == INF_DTYPE_Q5_0 ? 16 : 8));
-            _mm512_store_si512(to + quad * 64, q);
-        }
+        for (int quad = 0; quad < 8; quad++) /* codes less the bias, wrapping: the signed values */
+            _mm512_store_si512(to + quad * 64,
+                               _mm512_sub_epi8(q32_codes(from, quad, type), _mm512_set1_epi8((char)q32_bias(type))));
         memcpy(dst + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b), src + inf_x86_q32_scales_at(type, b),
                INF_X86_PACKED_SCALES_BLOCK);
     }
@@ -872,8 +876,7 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
 INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_dtype T, int q4_ahead, bool nta, const int NT,
                      float *y, size_t y_stride, __mmask16 rows) {
     const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
-    const int bias = T == INF_DTYPE_Q8_0 || T == INF_DTYPE_IQ4_NL ? 128 : T == INF_DTYPE_Q5_0 ? 16 : 8;
-    const __m512i iq4nl_codes = T == INF_DTYPE_IQ4_NL ? iq4nl_table(128) : _mm512_setzero_si512(); /* value + 128 */
+    const int bias = q32_bias(T);
     __m512 sum[GEMM_TOKENS];
     _Pragma("GCC unroll 8")
     for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
@@ -896,17 +899,9 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
         inf_avx512_prefetch_weights(group + inf_x86_q32_scales_at(T, ahead), nta);
         __m512i wv[8]; /* unsigned: w + bias */
         _Pragma("GCC unroll 8")
-        for (int quad = 0; quad < 8; quad++) {
-            if (T == INF_DTYPE_Q8_0) {
-                wv[quad] = _mm512_xor_si512(_mm512_load_si512(gb + quad * 64), _mm512_set1_epi8((char)0x80));
-            } else {
-                const __m512i u = _mm512_load_si512(gb + (quad % 4) * 64);
-                wv[quad] = _mm512_and_si512(quad >= 4 ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
-                if (T == INF_DTYPE_Q5_0) /* the fifth bit: + 16 where the quad's mask has it */
-                    wv[quad] = _mm512_mask_add_epi8(wv[quad], fifth_bits(gb, quad), wv[quad], _mm512_set1_epi8(16));
-                if (T == INF_DTYPE_IQ4_NL) wv[quad] = _mm512_shuffle_epi8(iq4nl_codes, wv[quad]);
-            }
-        }
+        for (int quad = 0; quad < 8; quad++)
+            wv[quad] = T == INF_DTYPE_Q8_0 ? _mm512_xor_si512(_mm512_load_si512(gb + quad * 64), _mm512_set1_epi8((char)0x80))
+                                           : q32_codes(gb, quad, T);
         __m512i acc[GEMM_TOKENS];
         _Pragma("GCC unroll 8")
         for (int t = 0; t < NT; t++) acc[t] = _mm512_set1_epi32(-bias * sx[t]);

@@ -59,12 +59,6 @@ INLINE __m512i nibbles2(const uint8_t *qa, const uint8_t *qb) {
     return _mm512_shuffle_i64x2(split_nibbles(q), split_nibbles(q), _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-/* inf_iq4nl_values + 128, as unsigned codes, in every 128-bit lane. */
-INLINE __m512i iq4_table(void) {
-    return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
-                                                (char)166, (char)181, (char)197, (char)217, (char)241));
-}
-
 /* [a x8, b x8] as int32 lanes. */
 INLINE __m512i two_scales(int a, int b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(a)), _mm256_set1_epi32(b), 1);
@@ -117,7 +111,7 @@ INLINE __m512i codes_pair(inf_dtype type, const char *w0, const char *w1, bool h
         break;
     }
     case INF_DTYPE_IQ4_NL:
-        u = _mm512_shuffle_epi8(iq4_table(), nibbles2(((const inf_block_iq4_nl *)w0)->qs,
+        u = _mm512_shuffle_epi8(inf_avx512_iq4nl_codes(), nibbles2(((const inf_block_iq4_nl *)w0)->qs,
                                                       ((const inf_block_iq4_nl *)w1s)->qs));
         break;
     default: u = nibbles2(((const inf_block_q4_0 *)w0)->qs, ((const inf_block_q4_0 *)w1s)->qs); break;
@@ -390,7 +384,7 @@ INLINE void unpack_kblock(inf_dtype type, const char *blk, kblock *k) {
             sb[j] = (uint8_t)(int8_t)s[j];
         }
         for (int j = 0; j < 4; j++) {
-            k->u[j] = _mm512_shuffle_epi8(iq4_table(), nibbles2(x->qs + 32 * j, x->qs + 32 * j + 16));
+            k->u[j] = _mm512_shuffle_epi8(inf_avx512_iq4nl_codes(), nibbles2(x->qs + 32 * j, x->qs + 32 * j + 16));
             k->sc[j] = two_scales(s[2 * j], s[2 * j + 1]);
         }
         /* the scales as int16 pairs, sign kept */
@@ -1022,9 +1016,9 @@ void inf_avx512_unpack_packed_kquant(inf_dtype type, const char *group, int64_t 
         for (int u = 0; u < 32; u++) { /* elements 32j + 4i (quad 8j + i) and + 16 (quad 8j + 4 + i), j = u / 4, i = u % 4 */
             const __m512i v = _mm512_load_si512(sb + INF_X86_IQ4XS_CODES + u * 64);
             const int q = 8 * (u / 4) + u % 4;
-            _mm512_storeu_si512(quads + q * 64, _mm512_shuffle_epi8(iq4_table(), _mm512_and_si512(v, m0f)));
+            _mm512_storeu_si512(quads + q * 64, _mm512_shuffle_epi8(inf_avx512_iq4nl_codes(), _mm512_and_si512(v, m0f)));
             _mm512_storeu_si512(quads + (q + 4) * 64,
-                                _mm512_shuffle_epi8(iq4_table(), _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f)));
+                                _mm512_shuffle_epi8(inf_avx512_iq4nl_codes(), _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f)));
         }
         int32_t sc[8][16] __attribute__((aligned(64)));
         iq4xs_packed_scales(sb, sc);
@@ -1238,7 +1232,7 @@ INLINE void q23k_packed_block(const char *group, int64_t nb, const char *sb, con
  * (table value + 128) by VPSHUFB, one sum of 32 per sub-block times its
  * signed scale by VPMULLD, less 128 Σ scale * bsum (VPDPWSSD of [s, s]). */
 INLINE void iq4xs_packed_block(const char *sb, const inf_block_q8_K *const *xa, int64_t b, const int NT, __m512 *sum) {
-    const __m512i m0f = _mm512_set1_epi8(0x0F), table = iq4_table();
+    const __m512i m0f = _mm512_set1_epi8(0x0F), table = inf_avx512_iq4nl_codes();
     int32_t sc[8][16] __attribute__((aligned(64)));
     iq4xs_packed_scales(sb, sc);
     __m512i isum[PK_TOKENS], bias[PK_TOKENS], zero[PK_TOKENS];

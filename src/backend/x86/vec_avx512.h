@@ -103,4 +103,11 @@ hsum16_avx512(__m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 v4, __m512 v5, 
     return inf_hsum16_halves(inf_hsum16_halves(b0, b1), inf_hsum16_halves(b2, b3));
 }
 
+/* inf_iq4nl_values + 128, as unsigned codes (VPDPBUSD's unsigned side), in
+ * every 128-bit lane: VPSHUFB looks up the 64 nibbles of a vector at once. */
+static inline __m512i inf_avx512_iq4nl_codes(void) {
+    return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
+                                                (char)166, (char)181, (char)197, (char)217, (char)241));
+}
+
 #endif /* INF_VEC_AVX512_H */
