@@ -32,12 +32,25 @@ static void count_task(void *ctx, int task, int thread) {
     j->out[task] = acc;
 }
 
-static void run_jobs(int n_threads) {
+/* Begins the test `what` on a new pool of n_threads; NULL (checked) when
+ * the pool cannot be made. */
+static inf_pool *begin_pool_test(const char *what, int n_threads) {
     char name[64];
-    snprintf(name, sizeof name, "pool %d threads", n_threads);
+    snprintf(name, sizeof name, "pool %s, %d threads", what, n_threads);
     test_begin(name);
     inf_pool *p = inf_pool_new(n_threads);
-    if (!TEST_CHECK(p != NULL, "pool_new(%d)", n_threads)) return;
+    TEST_CHECK(p != NULL, "pool_new(%d)", n_threads);
+    return p;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static void run_jobs(int n_threads) {
+    inf_pool *p = begin_pool_test("jobs", n_threads);
+    if (!p) return;
     TEST_CHECK(inf_pool_threads(p) == n_threads, "thread count");
     enum { MAX_TASKS = 1000 };
     atomic_int hits[MAX_TASKS];
@@ -52,11 +65,7 @@ static void run_jobs(int n_threads) {
         int n_tasks = sizes[rep % 6];
         for (int t = 0; t < n_tasks; t++) atomic_init(&hits[t], 0);
         job j = {hits, out, n_threads - 1, 0};
-        if (rep == 150) {
-            /* let the workers go to sleep, then wake them */
-            struct timespec ts = {0, 20 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
+        if (rep == 150) sleep_ms(20); /* let the workers go to sleep, then wake them */
         inf_pool_run(p, n_tasks, count_task, &j);
         int wrong = 0;
         for (int t = 0; t < n_tasks; t++) wrong += atomic_load(&hits[t]) != 1 || out[t] != expect[t];
@@ -96,21 +105,15 @@ static int worker_steps(step_job *j) { return atomic_load(&j->steps) - atomic_lo
 
 /* Whether j's workers run more than `before` steps within about 2 s. */
 static bool workers_step(step_job *j, int before) {
-    for (int i = 0; i < 2000 && worker_steps(j) == before; i++) {
-        struct timespec ts = {0, 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    for (int i = 0; i < 2000 && worker_steps(j) == before; i++) sleep_ms(1);
     return worker_steps(j) > before;
 }
 
 /* Idle work between jobs: endless idle work must give way to every job
  * (the test would hang otherwise), limited work stops at its limit. */
 static void run_idle_jobs(int n_threads) {
-    char name[64];
-    snprintf(name, sizeof name, "pool idle work, %d threads", n_threads);
-    test_begin(name);
-    inf_pool *p = inf_pool_new(n_threads);
-    if (!TEST_CHECK(p != NULL, "pool_new(%d)", n_threads)) return;
+    inf_pool *p = begin_pool_test("idle work", n_threads);
+    if (!p) return;
     step_job endless = step_job_new(0, 1, n_threads - 1), limited = step_job_new(3, 1, n_threads - 1);
     enum { N_TASKS = 64 };
     atomic_int hits[N_TASKS];
@@ -118,10 +121,7 @@ static void run_idle_jobs(int n_threads) {
     int wrong = 0;
     for (int rep = 0; rep < 200; rep++) {
         inf_pool_idle(p, count_step, rep % 2 ? (void *)&limited : (void *)&endless);
-        if (rep % 50 == 0) { /* let the workers run it a while */
-            struct timespec ts = {0, 2 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
+        if (rep % 50 == 0) sleep_ms(2); /* let the workers run it a while */
         for (int t = 0; t < N_TASKS; t++) atomic_init(&hits[t], 0);
         job j = {hits, out, n_threads - 1, 0};
         inf_pool_run(p, N_TASKS, count_task, &j);
@@ -146,11 +146,8 @@ static void run_idle_jobs(int n_threads) {
  * hang otherwise), limited ones stop at their limit, and every task still
  * runs once. */
 static void run_then_jobs(int n_threads) {
-    char name[64];
-    snprintf(name, sizeof name, "pool then steps, %d threads", n_threads);
-    test_begin(name);
-    inf_pool *p = inf_pool_new(n_threads);
-    if (!TEST_CHECK(p != NULL, "pool_new(%d)", n_threads)) return;
+    inf_pool *p = begin_pool_test("then steps", n_threads);
+    if (!p) return;
     step_job endless = step_job_new(0, 0, n_threads - 1), limited = step_job_new(2, 0, n_threads - 1);
     step_job *both[2] = {&endless, &limited};
     enum { MAX_TASKS = 1000 };
@@ -165,10 +162,7 @@ static void run_then_jobs(int n_threads) {
         inf_pool_run_then(p, n_tasks, count_task, &j, count_step, both[rep % 2]);
         for (int t = 0; t < n_tasks; t++) wrong += atomic_load(&hits[t]) != 1;
         wrong += atomic_load(&j.bad_thread) != 0;
-        if (rep % 50 == 0) { /* let the workers run the steps a while */
-            struct timespec ts = {0, 2 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
+        if (rep % 50 == 0) sleep_ms(2); /* let the workers run the steps a while */
     }
     TEST_CHECK(wrong == 0, "%d tasks ran other than once, or on a thread out of range", wrong);
     if (n_threads == 1) {
