@@ -14,8 +14,8 @@
  *                             the batch
  *   matmul Q2_K..Q6_K, IQ4_XS (every ISA)                  bit-identical
  *   matmul Q4_0..Q5_1, IQ4_NL prompt rows (every ISA: gemm) bit-identical
- *   matmul Q4_0..Q5_1, IQ4_NL decode rows (neon; Q4_0, Q5_0, IQ4_NL
- *     packed at load, avx512)                              bit-identical
+ *   matmul Q4_0..Q5_1, IQ4_NL decode rows (neon; packed at load,
+ *     avx512)                                              bit-identical
  *     (avx512+amx: the tiles from 16 tokens for the super-block types,
  *     from 12 for Q4_1, Q5_1, from 8 for Q4_0, Q5_0, IQ4_NL; the block
  *     types' quant_amx.c tiles also called directly from 1 token)
@@ -587,15 +587,17 @@ static void test_matvec_any_address(const isa_ops *s) {
 }
 
 #if defined(__x86_64__)
-/* inf_avx512_quantize_row_q8_K (the super-block types' activations)
- * against inf_quantize_row_q8_K byte for byte, on blocks that probe each
- * rule: the first of two equal magnitudes sets the sign, halves round to
- * even, an all-zero block, NaN ignored, an infinite input, subnormals. */
-static void test_quantize_q8_K(const isa_ops *s) {
-    if (s->isa != INF_ISA_AVX512 && s->isa != INF_ISA_AVX512_AMX) return;
+/* The x86 activation quantizers (avx512's Q8_K: the super-block types';
+ * Q8_0, and avx512's Q8_1: the 32-block types') against core's byte for
+ * byte, on blocks that probe each rule: the first of two equal magnitudes
+ * sets the sign, halves round to even, an all-zero block, NaN ignored, an
+ * infinite input, subnormals (127 / amax overflowing), huge values. */
+static void test_quantize_q8(const isa_ops *s) {
+    const bool avx512 = s->isa == INF_ISA_AVX512 || s->isa == INF_ISA_AVX512_AMX;
+    if (!avx512 && s->isa != INF_ISA_AVX2) return;
     char label[160];
-    begin(label, sizeof label, s, "quantize_row q8_K edge values");
-    enum { BLOCKS = 10, N = BLOCKS * INF_QK_K };
+    begin(label, sizeof label, s, "quantize_row q8_K, q8_0, q8_1 edge values");
+    enum { BLOCKS = 10, N = BLOCKS * INF_QK_K, BLOCKS32 = N / INF_QK };
     float *x = malloc(N * sizeof(float));
     fill_uniform(x, N, -1.0f, 1.0f);
     float *b1 = x + 1 * INF_QK_K, *b2 = x + 2 * INF_QK_K, *b3 = x + 3 * INF_QK_K, *b4 = x + 4 * INF_QK_K;
@@ -610,12 +612,27 @@ static void test_quantize_q8_K(const isa_ops *s) {
     for (int i = 0; i < INF_QK_K; i++) b7[i] = i % 2 ? 1e-40f : -3e-39f;
     b7[255] = 1e-30f;
     for (int i = 0; i < INF_QK_K; i++) b8[i] *= 1e30f;
-    inf_block_q8_K *got = calloc(BLOCKS, sizeof *got), *want = calloc(BLOCKS, sizeof *want);
-    inf_avx512_quantize_row_q8_K(x, got, N);
-    inf_quantize_row_q8_K(x, want, N);
-    for (int b = 0; b < BLOCKS; b++)
-        TEST_CHECK(memcmp(&got[b], &want[b], sizeof got[b]) == 0, "block %d differs from inf_quantize_row_q8_K", b);
-    free(x), free(got), free(want);
+    inf_block_q8_0 *got0 = calloc(BLOCKS32, sizeof *got0), *want0 = calloc(BLOCKS32, sizeof *want0);
+    (avx512 ? inf_avx512_quantize_row_q8_0 : inf_avx2_quantize_row_q8_0)(x, got0, N);
+    inf_quantize_row_q8_0(x, want0, N);
+    int bad = 0;
+    for (int b = 0; b < BLOCKS32; b++) bad += memcmp(&got0[b], &want0[b], sizeof got0[b]) != 0;
+    TEST_CHECK(bad == 0, "%d blocks differ from inf_quantize_row_q8_0", bad);
+    if (avx512) {
+        inf_block_q8_1 *got1 = calloc(BLOCKS32, sizeof *got1), *want1 = calloc(BLOCKS32, sizeof *want1);
+        inf_avx512_quantize_row_q8_1(x, got1, N);
+        inf_quantize_row_q8_1(x, want1, N);
+        bad = 0;
+        for (int b = 0; b < BLOCKS32; b++) bad += memcmp(&got1[b], &want1[b], sizeof got1[b]) != 0;
+        TEST_CHECK(bad == 0, "%d blocks differ from inf_quantize_row_q8_1", bad);
+        inf_block_q8_K *got = calloc(BLOCKS, sizeof *got), *want = calloc(BLOCKS, sizeof *want);
+        inf_avx512_quantize_row_q8_K(x, got, N);
+        inf_quantize_row_q8_K(x, want, N);
+        for (int b = 0; b < BLOCKS; b++)
+            TEST_CHECK(memcmp(&got[b], &want[b], sizeof got[b]) == 0, "block %d differs from inf_quantize_row_q8_K", b);
+        free(got1), free(want1), free(got), free(want);
+    }
+    free(x), free(got0), free(want0);
 }
 
 /* inf_avx512_unpack_q32_group (the AMX gemm's int8 tiles of Q4_0, Q5_0 and
@@ -678,6 +695,38 @@ static void test_unpack_q32_group(const isa_ops *s) {
             }
             TEST_CHECK(bad == 0, "%d values or scales differ", bad);
             free(deq), free((void *)w.data), free(packed), free(unpacked);
+        }
+}
+
+/* inf_avx512_qgemm32_pack of Q4_1 and Q5_1 weights packed at load (the
+ * AMX Q4_1/Q5_1 tiles' pack, through inf_avx512_unpack_q81_group) against
+ * the same pack of the file's rows: the same bytes, for 17 rows (a full
+ * group and one row, the rest zeros) of 1, 3 and 4 blocks. */
+static void test_unpack_q81_group(const isa_ops *s) {
+    if (s->isa != INF_ISA_AVX512) return;
+    static const inf_dtype types[] = {INF_DTYPE_Q4_1, INF_DTYPE_Q5_1};
+    static const int64_t blocks_list[] = {1, 3, 4};
+    enum { ROWS = 17 };
+    for (size_t ti = 0; ti < 2; ti++)
+        for (size_t bi = 0; bi < 3; bi++) {
+            const inf_dtype type = types[ti];
+            const int64_t nb = blocks_list[bi], cols = nb * INF_QK;
+            char label[160];
+            begin(label, sizeof label, s, "unpack_q81_group %s blocks=%lld", inf_dtype_name(type), (long long)nb);
+            float *deq = malloc((size_t)(ROWS * cols) * sizeof(float));
+            inf_weight w = {.name = "w", .type = type, .rows = ROWS, .cols = cols};
+            w.data = make_weight(type, ROWS, cols, &w.row_bytes, deq);
+            const size_t bytes = inf_avx512_qgemm32_pack_bytes(cols);
+            char *want = alloc_bytes(bytes), *got = alloc_bytes(bytes);
+            memset(want, 0x55, bytes), memset(got, 0x55, bytes);
+            inf_avx512_qgemm32_pack(&w, 0, ROWS, want);
+            inf_weight wp = w;
+            wp.packed = alloc_bytes(inf_avx512_packed_bytes(&w));
+            wp.packed_format = INF_X86_PACKED_GROUPS;
+            inf_avx512_pack_rows(&w, 0, ROWS, (void *)wp.packed);
+            inf_avx512_qgemm32_pack(&wp, 0, ROWS, got);
+            TEST_CHECK(memcmp(got, want, bytes) == 0, "the pack differs from the file rows' pack");
+            free(deq), free((void *)w.data), free((void *)wp.packed), free(want), free(got);
         }
 }
 
@@ -1681,8 +1730,9 @@ int main(int argc, char **argv) {
                 test_matvec_kernel(&s);
                 test_matvec_any_address(&s);
 #if defined(__x86_64__)
-                test_quantize_q8_K(&s);
+                test_quantize_q8(&s);
                 test_unpack_q32_group(&s);
+                test_unpack_q81_group(&s);
                 test_unpack_packed_kquant(&s);
                 test_amx_quant_tiles(&s);
 #endif

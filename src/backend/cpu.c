@@ -456,8 +456,10 @@ static bool packed_here(const cpu_backend *c, const inf_weight *w) {
  * matvec, as j->gemm says) and points j->act at it. */
 static void prepare_act(matmul_job *j) {
     const inf_kernels *k = j->c->k;
-    /* packed 32-block types share Q8_0's activation tiles */
-    const bool as_q8_0 = packed_here(j->c, j->w) && inf_dtype_block_elems(j->w->type) == INF_QK;
+    /* packed 32-block types that dot with Q8_0 share Q8_0's activation
+     * tiles (Q4_1 and Q5_1 take their own Q8_1 rows) */
+    const bool as_q8_0 = packed_here(j->c, j->w) && inf_dtype_block_elems(j->w->type) == INF_QK &&
+                         inf_quant_act_type(j->w->type) == INF_ACT_Q8_0;
     j->act_type = as_q8_0 ? INF_DTYPE_Q8_0 : j->w->type;
     j->act = (inf_act){.data = j->scratch, .stride = j->gemm ? 0 : k->act_row_bytes(j->w->type, j->w->cols), .n = j->n};
     j->tasks = j->n >= 64 ? j->c->n_threads * 4 : 1;
@@ -596,17 +598,17 @@ static void matvec_group_rows(void *ctx, int64_t g0, int64_t g1, int thread) {
 static void gemm_group_rows(void *ctx, int64_t g0, int64_t g1, int thread) { group_rows(ctx, g0, g1, thread, true); }
 
 /* Whether weights a and b, both packed here, multiply the same prepared
- * activations (prepare_act): the same type; two 32-block types (both as
- * Q8_0's); two super-block types of one activation type (Q8_K rows,
- * which gemm_prepare makes alike for all of them, kernels.h). Q4_K_M
+ * activations (prepare_act): the same type; two 32-block types that dot
+ * with Q8_0 (both as Q8_0's) or Q4_1 and Q5_1 (Q8_1 rows); two
+ * super-block types of one activation type (Q8_K rows, which gemm_prepare
+ * makes alike for all of them, kernels.h). Q4_K_M
  * files mix Q4_K and Q6_K in one layer's q, k and v. */
 static bool same_packed_act(const inf_weight *a, const inf_weight *b) {
     if (a->type == b->type) return true;
     if (!inf_dtype_is_quant(a->type) && a->type != INF_DTYPE_Q8_0) return false;
     if (!inf_dtype_is_quant(b->type) && b->type != INF_DTYPE_Q8_0) return false;
-    const int64_t ea = inf_dtype_block_elems(a->type), eb = inf_dtype_block_elems(b->type);
-    if (ea == INF_QK && eb == INF_QK) return true;
-    return ea == INF_QK_K && eb == INF_QK_K && inf_quant_act_type(a->type) == inf_quant_act_type(b->type);
+    return inf_dtype_block_elems(a->type) == inf_dtype_block_elems(b->type) &&
+           inf_quant_act_type(a->type) == inf_quant_act_type(b->type);
 }
 
 /* Whether a group's products share one dispatch (cpu_matmul_group), and

@@ -284,7 +284,8 @@ static float q8_quantize_pairs(const float *x, __m256i pairs[2]) {
     const float amax = _mm_cvtss_f32(h);
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
     __m256i q[4];
-    for (int i = 0; i < 4; i++) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
+    /* products over 127 to 127 (matmul_avx512.c's q8_quantize_block_amax) */
+    for (int i = 0; i < 4; i++) q[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_set1_ps(127.0f), _mm256_mul_ps(v[i], id)));
     /* packs interleaves 128-bit halves; the permute puts the columns back in order */
     pairs[0] = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xd8);
     pairs[1] = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[2], q[3]), 0xd8);

@@ -22,13 +22,14 @@
  * the matvec flips the weights (-128 Σ x precomputed per activation
  * block), the gemm the activations (-128 Σ w formed per weight block).
  *
- * Q8_0, Q4_0, Q5_0 and IQ4_NL weights can be packed once at load
- * (inf_avx512_pack_rows, the group layout of x86_kernels.h): the gemm then
- * reads them as they are (the 4- and 5-bit ones with Q8_0's activation
- * tiles, their codes unpacked in registers)
- * for any token count, and cpu.c runs every product of such a weight on
- * it, bit-identical to ref.c (the matvecs read the file's rows). Q4_K and
- * Q6_K packed so run quant_avx512.c's inf_avx512_qgemm_packed.
+ * The 32-block weights can be packed once at load (inf_avx512_pack_rows,
+ * the group layout of x86_kernels.h): the gemm then reads them as they
+ * are (the 4- and 5-bit ones with Q8_0's activation tiles, Q4_1 and Q5_1
+ * with their Q8_1 rows, their codes unpacked in registers) for any token
+ * count, and cpu.c runs every product of such a weight on it,
+ * bit-identical to ref.c (the matvecs read the file's rows). The
+ * super-block types packed so run quant_avx512.c's
+ * inf_avx512_qgemm_packed.
  *
  * Numerics (see kernels.h): the Q8_0 matvec and gemm are bit-identical to
  * ref.c (exact integer block dots, then sum += (float)dot * (d_w * d_x)
@@ -63,6 +64,13 @@ enum {
      * 8/32/48/64 ahead: 97-98/102-112/102-109/104-105 tok/s */
     Q4_PACKED_PREFETCH_INTEL = 8,
     Q4_PACKED_PREFETCH_AMD = 32,
+    /* Q4_1 and Q5_1 packed at load, from this many tokens: each panel is
+     * unpacked once into the 32-block gemm's pack (quant_avx512.c) and
+     * runs its tiles, which take the activations flipped as they are:
+     * q81_tile flips them back per token and quad, and its prefill 511 of
+     * a Q4_1 model (Zen 5 VM, 2 threads) ran 20% slower than on the
+     * file's rows. */
+    Q81_UNPACK_MIN_TOKENS = 8,
     GROUP = 16,      /* weight rows per packed group: one vector of lanes */
     QK = INF_Q8_0_BLOCK,
 };
@@ -103,21 +111,29 @@ size_t inf_avx512_act_row_bytes(inf_dtype type, int64_t cols) {
     }
 }
 
-/* One block of 32 activations quantized as inf_quantize_row_q8_0 does:
- * amax ignoring NaN, d = amax / 127 (kept as its f16 value), q = x * (127 /
- * amax) rounded to nearest even (the default MXCSR mode, as nearbyintf).
- * Returns d. */
-static float q8_quantize_block(const float *x, __m256i *q) {
+/* One block of 32 activations quantized as inf_quantize_row_q8_0 and
+ * inf_quantize_row_q8_1 do: amax ignoring NaN, q = x * (127 / amax)
+ * rounded to nearest even (the default MXCSR mode, as nearbyintf).
+ * Returns amax. */
+static float q8_quantize_block_amax(const float *x, __m256i *q) {
     const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
     /* vmaxps returns its second operand when the first is NaN: NaN lanes keep 0 */
     const __m512 m = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps()));
     const float amax = _mm512_reduce_max_ps(m);
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    const __m512 vid = _mm512_set1_ps(id);
-    const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)));
-    const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid)));
+    /* products over 127 (id overflows to inf when amax < 127 / FLT_MAX) to
+     * 127, as inf_round_to_i8 saturates them, where VCVTPS2DQ would give
+     * -2^31 from 2^31 on; NaN stays (vminps returns its second operand) */
+    const __m512 vid = _mm512_set1_ps(id), top = _mm512_set1_ps(127.0f);
+    const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_min_ps(top, _mm512_mul_ps(v0, vid))));
+    const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_min_ps(top, _mm512_mul_ps(v1, vid))));
     *q = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
-    return inf_f16_to_f32(inf_f32_to_f16(amax / 127.0f));
+    return amax;
+}
+
+/* The same, returning Q8_0's d = amax / 127 as its f16 value. */
+static float q8_quantize_block(const float *x, __m256i *q) {
+    return inf_f16_to_f32(inf_f32_to_f16(q8_quantize_block_amax(x, q) / 127.0f));
 }
 
 /* The sum of a block's 32 signed quants. */
@@ -155,6 +171,18 @@ void inf_avx512_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n) 
         __m256i q;
         y[b].d = inf_f32_to_f16(q8_quantize_block(x + b * QK, &q));
         _mm256_storeu_si256((__m256i *)y[b].q, q);
+    }
+}
+
+/* s = d * Σq with d = amax / 127 before its rounding to f16, as
+ * inf_quantize_row_q8_1. */
+void inf_avx512_quantize_row_q8_1(const float *x, inf_block_q8_1 *y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; b++) {
+        __m256i q;
+        const float d = q8_quantize_block_amax(x + b * QK, &q) / 127.0f;
+        y[b].d = inf_f32_to_f16(d);
+        y[b].s = inf_f32_to_f16(d * (float)q8_block_sum(q));
+        _mm256_storeu_si256((__m256i *)y[b].qs, q);
     }
 }
 
@@ -707,21 +735,28 @@ INLINE __mmask64 fifth_bits(const char *gb, int q) {
     return _cvtu64_mask64(m);
 }
 
-/* Quad q of the packed Q4_0, Q5_0 or IQ4_NL block whose units start at gb,
- * 16 rows, as the unsigned codes w + q32_bias(T) VPDPBUSD takes: the
- * nibble (low for quads 0-3, high for 4-7), Q5_0's fifth bit as 16 under
- * its mask, IQ4_NL's nibble looked up (x86_kernels.h). */
+/* Quad q of the packed Q4_0, Q4_1, Q5_0, Q5_1 or IQ4_NL block whose units
+ * start at gb, 16 rows, as the unsigned codes w + q32_bias(T) VPDPBUSD
+ * takes: the nibble (low for quads 0-3, high for 4-7), Q5_0's and Q5_1's
+ * fifth bit as 16 under its mask, IQ4_NL's nibble looked up
+ * (x86_kernels.h). */
 INLINE __m512i q32_codes(const char *gb, int q, inf_dtype T) {
     const __m512i u = _mm512_load_si512(gb + (q % 4) * 64);
     __m512i c = _mm512_and_si512(q >= 4 ? _mm512_srli_epi16(u, 4) : u, _mm512_set1_epi8(0x0f));
-    if (T == INF_DTYPE_Q5_0) c = _mm512_mask_add_epi8(c, fifth_bits(gb, q), c, _mm512_set1_epi8(16));
+    if (T == INF_DTYPE_Q5_0 || T == INF_DTYPE_Q5_1) c = _mm512_mask_add_epi8(c, fifth_bits(gb, q), c, _mm512_set1_epi8(16));
     if (T == INF_DTYPE_IQ4_NL) c = _mm512_shuffle_epi8(inf_avx512_iq4nl_codes(), c);
     return c;
 }
 
 /* What a packed 32-block type's codes (Q8_0's: flipped) exceed its values by. */
 INLINE int q32_bias(inf_dtype T) {
-    return T == INF_DTYPE_Q8_0 || T == INF_DTYPE_IQ4_NL ? 128 : T == INF_DTYPE_Q5_0 ? 16 : 8;
+    switch (T) {
+    case INF_DTYPE_Q8_0:
+    case INF_DTYPE_IQ4_NL: return 128;
+    case INF_DTYPE_Q5_0: return 16;
+    case INF_DTYPE_Q4_0: return 8;
+    default: return 0; /* Q4_1, Q5_1: the codes are the values */
+    }
 }
 
 /* The fifth bits of the Q5_0 block whose qh lies at qh in each of nr rows
@@ -802,12 +837,19 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
         break;
     }
     case INF_DTYPE_Q4_0:
+    case INF_DTYPE_Q4_1:
     case INF_DTYPE_Q5_0:
+    case INF_DTYPE_Q5_1:
     case INF_DTYPE_IQ4_NL: {
         /* four blocks per pass: a row's four 16-byte qs in one vector */
-        const bool q5 = w->type == INF_DTYPE_Q5_0;
+        const bool q5 = w->type == INF_DTYPE_Q5_0 || w->type == INF_DTYPE_Q5_1;
+        const bool mins = w->type == INF_DTYPE_Q4_1 || w->type == INF_DTYPE_Q5_1; /* m after d */
         const int64_t nb = cols / QK, bb = (int64_t)inf_dtype_block_bytes(w->type);
-        const size_t qs_at = q5 ? offsetof(inf_block_q5_0, qs) : offsetof(inf_block_q4_0, qs); /* IQ4_NL's: Q4_0's */
+        const size_t qs_at = w->type == INF_DTYPE_Q5_0   ? offsetof(inf_block_q5_0, qs)
+                             : w->type == INF_DTYPE_Q5_1 ? offsetof(inf_block_q5_1, qs)
+                             : w->type == INF_DTYPE_Q4_1 ? offsetof(inf_block_q4_1, qs)
+                                                         : offsetof(inf_block_q4_0, qs); /* IQ4_NL's: Q4_0's */
+        const size_t qh_at = mins ? offsetof(inf_block_q5_1, qh) : offsetof(inf_block_q5_0, qh);
         const __m512i offs = row_offsets(w->row_bytes);
         for (int64_t b = 0; b < nb; b += 4) {
             const int nblk = (int)INF_MIN(4, nb - b);
@@ -822,8 +864,10 @@ void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bo
             for (int k = 0; k < nblk; k++) {
                 char *pb = (char *)dst + inf_x86_q32_quants_at(w->type, b + k);
                 for (int unit = 0; unit < 4; unit++) _mm512_store_si512(pb + unit * 64, v[4 * k + unit]);
-                store_scales(base + (b + k) * bb, offs, nr, (uint16_t *)((char *)dst + inf_x86_q32_scales_at(w->type, b + k)));
-                if (q5) store_fifth_bits(base + (b + k) * bb + offsetof(inf_block_q5_0, qh), offs, nr, pb + INF_X86_Q5_0_MASKS);
+                uint16_t *scales = (uint16_t *)((char *)dst + inf_x86_q32_scales_at(w->type, b + k));
+                store_scales(base + (b + k) * bb, offs, nr, scales);
+                if (mins) store_scales(base + (b + k) * bb + offsetof(inf_block_q4_1, m), offs, nr, scales + GROUP);
+                if (q5) store_fifth_bits(base + (b + k) * bb + qh_at, offs, nr, pb + INF_X86_Q5_0_MASKS);
             }
         }
         break;
@@ -844,6 +888,23 @@ void inf_avx512_unpack_q32_group(inf_dtype type, const char *src, int64_t nb, ch
     }
 }
 
+void inf_avx512_unpack_q81_group(inf_dtype type, const char *src, int64_t nb, char *dst) {
+    for (int64_t b = 0; b < nb; b++) {
+        const char *from = src + inf_x86_q32_quants_at(type, b);
+        char *to = dst + (size_t)b * INF_QB_BLOCK;
+        __m512i sum = _mm512_setzero_si512();
+        for (int quad = 0; quad < 8; quad++) { /* the codes are the values, 0..31 */
+            const __m512i v = q32_codes(from, quad, type);
+            _mm512_store_si512(to + quad * 64, v);
+            sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi8(1), v);
+        }
+        _mm512_store_si512(to + INF_QB_CORR, _mm512_slli_epi32(sum, 7));
+        const __m256i *scales = (const __m256i *)(src + inf_x86_q32_scales_at(type, b));
+        _mm512_store_ps(to + INF_QB_D, _mm512_cvtph_ps(_mm256_load_si256(scales)));
+        _mm512_store_ps(to + INF_QB_M, _mm512_cvtph_ps(_mm256_load_si256(scales + 1)));
+    }
+}
+
 size_t inf_avx512_packed_bytes(const inf_weight *w) {
     if (!inf_x86_packs(w->type)) return 0;
     return (size_t)((w->rows + GROUP - 1) / GROUP) * inf_x86_packed_group_bytes(w->type, w->cols);
@@ -860,6 +921,20 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
 
 /* ------------------------------------------------------------------ gemm: register tiles */
 
+/* Block `ahead` of a packed group of a 32-block type T (past the group's
+ * end: the next group's) read ahead with the tuned hint
+ * (inf_x86_weights_nta). A loop, as the K-quant tiles': unrolled, GCC
+ * kept the lines' addresses in registers across the block (in one process
+ * token by token, Zen 5 VM, 2026-12-07, the loop decoded Q8_0 19-21%
+ * faster, Q4_0 0-4%). */
+INLINE void q32_read_ahead(const char *group, const inf_dtype T, int64_t ahead, bool nta) {
+    const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
+    _Pragma("GCC unroll 1")
+    for (int line = 0; line < qb / 64; line++)
+        inf_avx512_prefetch_weights(group + inf_x86_q32_quants_at(T, ahead) + line * 64, nta);
+    inf_avx512_prefetch_weights(group + inf_x86_q32_scales_at(T, ahead), nta);
+}
+
 /* 16 rows x NT tokens of Q8_0, Q4_0, Q5_0 or IQ4_NL (T) from a packed group, in
  * ref.c's order: per block the exact integer dot, then sum += (float)dot *
  * (d_w * d_x). The tile holds NT tokens. VPDPBUSD multiplies unsigned by
@@ -875,7 +950,6 @@ void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst
  * thread at 40; now 66-75 and 38-48 (Zen 5, 1024 x 1024). */
 INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_dtype T, int q4_ahead, bool nta, const int NT,
                      float *y, size_t y_stride, __mmask16 rows) {
-    const int64_t qb = (int64_t)inf_x86_packed_quants_block(T);
     const int bias = q32_bias(T);
     __m512 sum[GEMM_TOKENS];
     _Pragma("GCC unroll 8")
@@ -886,17 +960,7 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
         const int32_t *quads = (const int32_t *)tb;
         const float *dx = (const float *)(tb + 32 * NT);
         const int32_t *sx = (const int32_t *)(tb + 36 * NT);
-        /* the stream Q8_PACKED_PREFETCH (Q4_0: q4_ahead) blocks ahead
-         * (past the group's end: the next group), with the tuned hint
-         * (inf_x86_weights_nta); a loop, as the K-quant tiles' (unrolled,
-         * GCC kept the lines' addresses in registers across the block:
-         * in one process token by token, Zen 5 VM, 2026-12-07, the loop
-         * decoded Q8_0 19-21% faster, Q4_0 0-4%) */
-        const int64_t ahead = b + (T == INF_DTYPE_Q8_0 ? Q8_PACKED_PREFETCH : q4_ahead);
-        _Pragma("GCC unroll 1")
-        for (int line = 0; line < qb / 64; line++)
-            inf_avx512_prefetch_weights(group + inf_x86_q32_quants_at(T, ahead) + line * 64, nta);
-        inf_avx512_prefetch_weights(group + inf_x86_q32_scales_at(T, ahead), nta);
+        q32_read_ahead(group, T, b + (T == INF_DTYPE_Q8_0 ? Q8_PACKED_PREFETCH : q4_ahead), nta);
         __m512i wv[8]; /* unsigned: w + bias */
         _Pragma("GCC unroll 8")
         for (int quad = 0; quad < 8; quad++)
@@ -916,6 +980,52 @@ INLINE void q32_tile(const char *group, const char *tile, int64_t nb, const inf_
         for (int t = 0; t < NT; t++) {
             const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t]));
             sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(_mm512_cvtepi32_ps(acc[t]), s));
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < NT; t++) _mm512_mask_storeu_ps(y + (size_t)t * y_stride, rows, sum[t]);
+}
+
+/* 16 rows x NT tokens of Q4_1 or Q5_1 (T) from a packed group, in ref.c's
+ * order: per block the exact integer dot, then sum += (d_w * d_x) *
+ * (float)isum + m_w * s_x. The activations are the NT tokens' rows of Q8_1
+ * blocks (inf_avx512_qgemm_prepare: their quants flipped, x ^ 0x80, for
+ * the unpacked gemm), stride bytes apart. The codes are the values, so
+ * VPDPBUSD takes them as they are and each token's four quants flipped
+ * back (broadcast), and the accumulator starts at 0. */
+INLINE void q81_tile(const char *group, const char *act, size_t stride, int64_t nb, const inf_dtype T, int ahead,
+                     bool nta, const int NT, float *y, size_t y_stride, __mmask16 rows) {
+    const size_t xb = sizeof(inf_block_q8_1), xq_at = offsetof(inf_block_q8_1, qs);
+    __m512 sum[GEMM_TOKENS];
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < NT; t++) sum[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const char *gb = group + inf_x86_q32_quants_at(T, b);
+        q32_read_ahead(group, T, b + ahead, nta);
+        __m512i wv[8];
+        _Pragma("GCC unroll 8")
+        for (int quad = 0; quad < 8; quad++) wv[quad] = q32_codes(gb, quad, T);
+        __m512i acc[GEMM_TOKENS];
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_si512();
+        _Pragma("GCC unroll 8")
+        for (int quad = 0; quad < 8; quad++) {
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < NT; t++) {
+                int32_t xq;
+                memcpy(&xq, act + (size_t)t * stride + (size_t)b * xb + xq_at + 4 * quad, 4);
+                const __m512i x = _mm512_xor_si512(_mm512_set1_epi32(xq), _mm512_set1_epi8((char)0x80));
+                acc[t] = _mm512_dpbusd_epi32(acc[t], wv[quad], x);
+            }
+        }
+        const __m256i *scales = (const __m256i *)(group + inf_x86_q32_scales_at(T, b));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(scales)), mw = _mm512_cvtph_ps(_mm256_load_si256(scales + 1));
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < NT; t++) {
+            uint16_t ds[2]; /* the block's d and s */
+            memcpy(ds, act + (size_t)t * stride + (size_t)b * xb, sizeof ds);
+            const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[t]), _mm512_mul_ps(dw, _mm512_set1_ps(inf_f16_to_f32(ds[0]))));
+            sum[t] = _mm512_add_ps(sum[t], _mm512_add_ps(p, _mm512_mul_ps(mw, _mm512_set1_ps(inf_f16_to_f32(ds[1])))));
         }
     }
     _Pragma("GCC unroll 8")
@@ -968,9 +1078,11 @@ INLINE void f32_tile(const char *group, const char *tile, int64_t cols, const in
     default: fn(__VA_ARGS__, 8, y, ys, rows); break;     \
     }
 
-static void run_tile(inf_dtype type, const char *group, const char *tile, int64_t cols, int nt, float *y,
+static void run_tile(inf_dtype type, const char *group, const char *tile, size_t tb, int64_t cols, int nt, float *y,
                      size_t ys, __mmask16 rows, int q4_ahead, bool nta) {
     switch (type) {
+    case INF_DTYPE_Q4_1: TILE_CASES(q81_tile, group, tile, tb, cols / QK, INF_DTYPE_Q4_1, q4_ahead, nta) break;
+    case INF_DTYPE_Q5_1: TILE_CASES(q81_tile, group, tile, tb, cols / QK, INF_DTYPE_Q5_1, q4_ahead, nta) break;
     case INF_DTYPE_Q8_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q8_0, 0, nta) break;
     case INF_DTYPE_Q4_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q4_0, q4_ahead, nta) break;
     case INF_DTYPE_Q5_0: TILE_CASES(q32_tile, group, tile, cols / QK, INF_DTYPE_Q5_0, q4_ahead, nta) break;
@@ -984,7 +1096,7 @@ _Static_assert(GEMM_TOKENS == 8, "TILE_CASES spells out token counts 1..8");
 
 void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                      void *pack) {
-    const bool packed = w->packed_format == INF_X86_PACKED_GROUPS; /* at load: activations as Q8_0's, Q4_K's its own */
+    const bool packed = w->packed_format == INF_X86_PACKED_GROUPS; /* at load */
     if (packed && inf_dtype_block_elems(w->type) == INF_QK_K) {
         inf_avx512_qgemm_packed(w, a, r0, r1, y, y_stride, pack);
         return;
@@ -998,9 +1110,16 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
             inf_avx512_gemm(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride, pack);
         return;
     }
-    const inf_dtype act_type = packed ? INF_DTYPE_Q8_0 : w->type;
+    /* the activations' bytes per token: Q8_0's tiles (the Q8_0-dot types
+     * packed at load), or Q4_1's and Q5_1's rows of Q8_1 blocks */
+    const bool rows_q81 = inf_quant_act_type(w->type) == INF_ACT_Q8_1;
+    if (rows_q81 && a->n >= Q81_UNPACK_MIN_TOKENS) { /* the panel unpacked into the 32-block gemm's pack */
+        inf_avx512_qgemm32(w, a, r0, r1, y, y_stride, pack);
+        return;
+    }
+    const size_t tb = rows_q81 ? inf_act_row_bytes_quant(w->type, w->cols)
+                               : token_bytes(packed ? INF_DTYPE_Q8_0 : w->type, w->cols);
     const size_t gbytes = packed ? inf_x86_packed_group_bytes(w->type, w->cols) : round64(group_bytes(w->type, w->cols));
-    const size_t tb = token_bytes(act_type, w->cols);
     const int n_groups = (int)((r1 - r0 + GROUP - 1) / GROUP);
     const int q4_ahead = inf_x86_cpu_is_amd() ? Q4_PACKED_PREFETCH_AMD : Q4_PACKED_PREFETCH_INTEL;
     const bool nta = inf_x86_weights_nta();
@@ -1016,7 +1135,7 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
         const char *tile = (const char *)a->data + (size_t)t0 * tb;
         for (int g = 0; g < n_groups; g++) {
             const int64_t r = r0 + (int64_t)g * GROUP;
-            run_tile(w->type, (const char *)pack + g * gbytes, tile, w->cols, nt, y + (size_t)t0 * y_stride + (size_t)r,
+            run_tile(w->type, (const char *)pack + g * gbytes, tile, tb, w->cols, nt, y + (size_t)t0 * y_stride + (size_t)r,
                      y_stride, tail_mask(INF_MIN(GROUP, r1 - r)), q4_ahead, nta);
         }
     }

@@ -41,6 +41,9 @@
  * one row loaded with stride 0, gave the same bits 5% slower: the tile
  * unit is the busier side.) The tokens' d_x and s_x (f16 in the rows) are
  * widened to f32 once per token tile, for all blocks.
+ * Weights packed at load are unpacked from their groups
+ * (inf_avx512_unpack_q81_group: the same pack); below 12 tokens they run
+ * avx512's gemm in place.
  * Pack: the avx512 gemm's, 704 B per group of 16 rows and block, then
  * [blocks][d_x 16, s_x 16] f32 of the current token tile: a task of 64
  * rows x 3072 columns packs 264 + 12 KiB (2944 B per 32 columns), however
@@ -398,13 +401,13 @@ size_t inf_amx_kquant_pack_bytes(inf_dtype type, int64_t cols) {
 
 void inf_amx_kquant_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
                          void *pack) {
-    if (is_q81(w->type)) {
-        q81_gemm(w, a, r0, r1, y, y_stride, pack);
-        return;
-    }
     if (r1 - r0 > INF_X86_GEMM_ROWS) { /* packed at load: any range, a panel at a time */
         for (int64_t r = r0; r < r1; r += INF_X86_GEMM_ROWS)
             inf_amx_kquant_gemm(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride, pack);
+        return;
+    }
+    if (is_q81(w->type)) {
+        q81_gemm(w, a, r0, r1, y, y_stride, pack);
         return;
     }
     const int64_t nb = w->cols / INF_QK_K;

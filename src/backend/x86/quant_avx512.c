@@ -557,8 +557,11 @@ void inf_avx512_quantize_row_q8_K(const float *x, inf_block_q8_K *y, int64_t n) 
 }
 
 void inf_avx512_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, void *row) {
-    if (inf_quant_act_type(type) == INF_ACT_Q8_K) inf_avx512_quantize_row_q8_K(x, row, cols);
-    else inf_act_prepare_quant(type, x, cols, row);
+    switch (inf_quant_act_type(type)) {
+    case INF_ACT_Q8_K: inf_avx512_quantize_row_q8_K(x, row, cols); break;
+    case INF_ACT_Q8_1: inf_avx512_quantize_row_q8_1(x, row, cols); break;
+    case INF_ACT_Q8_0: inf_avx512_quantize_row_q8_0(x, row, cols); break;
+    }
 }
 
 /* The matvec's activation rows; for the 32-block types with the quants
@@ -566,13 +569,19 @@ void inf_avx512_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, 
  * broadcasts (see qgemm32_tile). */
 void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
     (void)n;
-    if (inf_quant_act_type(type) != INF_ACT_Q8_K) {
-        inf_act_prepare_quant_rows(type, x, cols, t0, t1, buf, inf_dtype_block_elems(type) == INF_QK);
-        return;
-    }
     const size_t stride = inf_act_row_bytes_quant(type, cols);
-    for (int t = t0; t < t1; t++)
-        inf_avx512_quantize_row_q8_K(x + (size_t)t * (size_t)cols, (inf_block_q8_K *)((char *)buf + (size_t)t * stride), cols);
+    const bool q81 = inf_quant_act_type(type) == INF_ACT_Q8_1;
+    const size_t xb = q81 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
+    const size_t xq_at = q81 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
+    for (int t = t0; t < t1; t++) {
+        char *row = (char *)buf + (size_t)t * stride;
+        inf_avx512_act_prepare_quant(type, x + (size_t)t * (size_t)cols, cols, row);
+        if (inf_dtype_block_elems(type) != INF_QK) continue;
+        for (int64_t b = 0; b < cols / INF_QK; b++) {
+            __m256i *q = (__m256i *)(row + (size_t)b * xb + xq_at);
+            _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8((char)0x80)));
+        }
+    }
 }
 
 /* One super-block of one row: the codes in element order, and the scale,
@@ -1460,6 +1469,11 @@ void inf_avx512_qgemm32_pack(const inf_weight *w, int64_t r0, int64_t r1, void *
     for (int g = 0; g < n_groups; g++) {
         const int64_t r = r0 + (int64_t)g * QG_ROWS;
         char *dst = (char *)pack + (size_t)g * (size_t)nb * QB_BLOCK;
+        if (w->packed_format == INF_X86_PACKED_GROUPS) { /* Q4_1, Q5_1 packed at load */
+            const size_t gbytes = inf_x86_packed_group_bytes(w->type, w->cols);
+            inf_avx512_unpack_q81_group(w->type, (const char *)w->packed + (size_t)(r / QG_ROWS) * gbytes, nb, dst);
+            continue;
+        }
         for (int64_t b = 0; b < nb; b += 2)
             pack_bgroup2(w, r, (int)INF_MIN(QG_ROWS, r1 - r), b, b + 1 < nb, dst + (size_t)b * QB_BLOCK);
     }

@@ -64,15 +64,16 @@ void inf_avx2_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r
                     void *pack);
 size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 
-/* ---- Q8_0, Q4_0, Q5_0, IQ4_NL and the super-block types (Q2_K .. Q6_K, IQ4_XS) packed in groups of 16 rows, for
+/* ---- the 32-block types and the super-block types (Q2_K .. Q6_K, IQ4_XS) packed in groups of 16 rows, for
  * the avx512 gemm and the AMX tiles alike (per task by
  * inf_avx512_pack_group, or the whole matrix once at load:
  * inf_avx512_pack_rows). A group of nb = cols / 32 blocks (K-quants:
  * cols / 256 super-blocks) holds
- *   Q8_0, Q4_0, Q5_0, IQ4_NL: the blocks in pairs: the pair's two scale vectors ([16
- *   rows] f16 each, the rows' d), then block 2p's quants, then block
- *   2p + 1's (inf_x86_q32_scales_at, inf_x86_q32_quants_at; an odd last
- *   block has its pair's first scales and quants alone):
+ *   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: the blocks in pairs: the pair's
+ *   two blocks' scales ([16 rows] f16 the rows' d; Q4_1, Q5_1: then [16
+ *   rows] f16 their m), then block 2p's quants, then block 2p + 1's
+ *   (inf_x86_q32_scales_at, inf_x86_q32_quants_at; an odd last block has
+ *   its pair's first scales and quants alone):
  *     Q8_0: [8 quads][16 rows][4] int8, signed: block b's 512 bytes are
  *           the AMX B tile of the block as they are;
  *     Q4_0: [4 units][16 rows][4] bytes, the file's qs bytes 4j..4j+3 as
@@ -84,6 +85,8 @@ size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
  *           of the quad's vector that value's low bits take; value q + 16;
  *     IQ4_NL: Q4_0's units, each nibble the index of its value in
  *           inf_iq4nl_values (256 bytes);
+ *     Q4_1: Q4_0's units, each value the nibble q (no offset);
+ *     Q5_1: Q5_0's units and masks, each value q (no offset);
  *   Q4_K: per super-block, INF_X86_Q4K_BLOCK bytes, scales first:
  *     scales [12][16 rows] at INF_X86_Q4K_SCALES: the file's 12 bytes of
  *           6-bit scales and mins, byte k of every row side by side;
@@ -131,7 +134,7 @@ size_t inf_avx2_qgemm_pack_bytes(inf_dtype type, int64_t cols);
  * from front to back, which the hardware prefetchers follow (with the
  * scales after the codes, or in a table after the group, decode of one
  * 2 GiB matrix on 2 threads streamed 2-14% slower).
- * As many bytes as the GGUF rows (34, 18 per 32 weights; 144, 176, 210,
+ * As many bytes as the GGUF rows (34, 18, 20, 22, 24 per 32 weights; 144, 176, 210,
  * 136 per 256, 84 Q2_K), up to the padding; Q3_K 4 more (above). Group g of a packed matrix starts at
  * g * inf_x86_packed_group_bytes(type, cols). */
 enum {
@@ -164,23 +167,30 @@ enum {
     INF_X86_Q2K_BLOCK = INF_X86_Q2K_CODES + 1024, /* 1280 */
 };
 static inline bool inf_x86_packs(inf_dtype type) {
-    return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0 || type == INF_DTYPE_Q5_0 || type == INF_DTYPE_IQ4_NL ||
+    return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0 || type == INF_DTYPE_Q4_1 || type == INF_DTYPE_Q5_0 ||
+           type == INF_DTYPE_Q5_1 || type == INF_DTYPE_IQ4_NL ||
            type == INF_DTYPE_Q2_K || type == INF_DTYPE_Q3_K || type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K ||
            type == INF_DTYPE_Q6_K || type == INF_DTYPE_IQ4_XS;
 }
-enum { INF_X86_Q5_0_MASKS = 256 }; /* where a packed Q5_0 block's fifth-bit masks follow its units */
+enum { INF_X86_Q5_0_MASKS = 256 }; /* where a packed Q5_0 (Q5_1) block's fifth-bit masks follow its units */
 static inline size_t inf_x86_packed_quants_block(inf_dtype type) {
-    return type == INF_DTYPE_Q8_0 ? 512 : type == INF_DTYPE_Q5_0 ? INF_X86_Q5_0_MASKS + 8 * 8 : 256;
+    return type == INF_DTYPE_Q8_0                                ? 512
+           : type == INF_DTYPE_Q5_0 || type == INF_DTYPE_Q5_1 ? INF_X86_Q5_0_MASKS + 8 * 8
+                                                                 : 256;
 }
-/* Where block b's scales and quants lie in a packed Q8_0, Q4_0, Q5_0 or IQ4_NL group. */
+/* A packed block's scales: d, and Q4_1's and Q5_1's m after it. */
+static inline size_t inf_x86_packed_scales_block(inf_dtype type) {
+    return (type == INF_DTYPE_Q4_1 || type == INF_DTYPE_Q5_1 ? 2 : 1) * INF_X86_PACKED_SCALES_BLOCK;
+}
+/* Where block b's scales and quants lie in a packed group of a 32-block type. */
 static inline size_t inf_x86_q32_pair_bytes(inf_dtype type) {
-    return 2 * (INF_X86_PACKED_SCALES_BLOCK + inf_x86_packed_quants_block(type));
+    return 2 * (inf_x86_packed_scales_block(type) + inf_x86_packed_quants_block(type));
 }
 static inline size_t inf_x86_q32_scales_at(inf_dtype type, int64_t b) {
-    return (size_t)b / 2 * inf_x86_q32_pair_bytes(type) + (size_t)b % 2 * INF_X86_PACKED_SCALES_BLOCK;
+    return (size_t)b / 2 * inf_x86_q32_pair_bytes(type) + (size_t)b % 2 * inf_x86_packed_scales_block(type);
 }
 static inline size_t inf_x86_q32_quants_at(inf_dtype type, int64_t b) {
-    return (size_t)b / 2 * inf_x86_q32_pair_bytes(type) + 2 * INF_X86_PACKED_SCALES_BLOCK +
+    return (size_t)b / 2 * inf_x86_q32_pair_bytes(type) + 2 * inf_x86_packed_scales_block(type) +
            (size_t)b % 2 * inf_x86_packed_quants_block(type);
 }
 static inline size_t inf_x86_q6k_d_at(int64_t nb, int64_t b) {
@@ -215,21 +225,25 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
 size_t inf_avx512_gemm_pack_bytes(inf_dtype type, int64_t cols);
 /* Weight rows [r, r + nr), nr <= 16, packed into one 64-aligned group of
  * 16 (missing rows are zeros), the 32-bit units of the 16 rows side by side:
- *   Q8_0, Q4_0, Q5_0, IQ4_NL: the layout above;
+ *   the 32-block types: the layout above;
  *   BF16: [pairs][16 rows][2] bf16 (an odd last column padded);
  *   F16, F32: [cols][16 rows] f32.
  * for_tiles (the AMX gemm's B tiles): BF16 pairs are zero-padded to a
  * multiple of 16. */
 void inf_avx512_pack_group(const inf_weight *w, int64_t r, int nr, void *dst, bool for_tiles);
 /* The packed copy of a whole weight (kernels.h packed_bytes, pack_rows):
- * Q8_0, Q4_0, Q5_0 and IQ4_NL (their activations: Q8_0 blocks, prepared as Q8_0's),
- * the super-block types (their own: Q8_K rows, inf_avx512_qgemm_prepare). */
+ * Q8_0, Q4_0, Q5_0 and IQ4_NL (their activations: Q8_0 blocks, prepared as
+ * Q8_0's), Q4_1 and Q5_1 and the super-block types (their own: rows of
+ * Q8_1 or Q8_K blocks, inf_avx512_qgemm_prepare). */
 size_t inf_avx512_packed_bytes(const inf_weight *w);
 void inf_avx512_pack_rows(const inf_weight *w, int64_t r0, int64_t r1, void *dst);
 /* A packed Q4_0, Q5_0 or IQ4_NL group of nb blocks (src) as a Q8_0 group (dst, the
  * AMX gemm's int8 tiles): each block's 8 quads of signed values, its f16
  * scales as they are. */
 void inf_avx512_unpack_q32_group(inf_dtype type, const char *src, int64_t nb, char *dst);
+/* A packed Q4_1 or Q5_1 group of nb blocks (src) as the 32-block gemm's
+ * pack of one group (dst, INF_QB_* below; the AMX Q4_1/Q5_1 tiles'). */
+void inf_avx512_unpack_q81_group(inf_dtype type, const char *src, int64_t nb, char *dst);
 size_t inf_avx512_attn_tmp_bytes(const inf_attn_shape *shape);
 void inf_avx512_attn_decode(const inf_attn_shape *shape, const float *q, const inf_kv_view *k,
                             const inf_kv_view *v, float *out, int kvh, void *tmp);
@@ -241,6 +255,7 @@ void inf_avx512_swiglu(float *out, const float *gate, const float *up, size_t n)
 void inf_avx512_add(float *y, const float *x, size_t n);
 void inf_avx512_f32_to_f16(uint16_t *dst, const float *src, size_t n);
 void inf_avx512_quantize_row_q8_0(const float *x, inf_block_q8_0 *y, int64_t n);
+void inf_avx512_quantize_row_q8_1(const float *x, inf_block_q8_1 *y, int64_t n); /* inf_quantize_row_q8_1's bytes */
 
 /* ---- avx512, the GGUF block types (quant_avx512.c): matvec on the
  * activation rows of inf_act_prepare_quant, every token of a->n. */
@@ -251,8 +266,8 @@ void inf_avx512_matvec_quant(const inf_weight *w, const inf_act *a, int64_t r0, 
  * The super-block types' (Q2_K .. Q6_K, IQ4_XS) is bit-identical to the
  * matvec and to ref.c. */
 void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf);
-/* inf_act_prepare_quant with the Q8_K rows (the super-block types')
- * quantized by inf_avx512_quantize_row_q8_K: the same bytes. */
+/* inf_act_prepare_quant by the avx512 quantizers (Q8_0, Q8_1, Q8_K): the
+ * same bytes. */
 void inf_avx512_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, void *row);
 void inf_avx512_quantize_row_q8_K(const float *x, inf_block_q8_K *y, int64_t n);
 void inf_avx512_qgemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t y_stride,
@@ -262,8 +277,9 @@ size_t inf_avx512_qgemm_pack_bytes(inf_dtype type, int64_t cols);
 void inf_avx512_qgemm32(const inf_weight *w, const inf_act *a, int64_t r0, int64_t r1, float *y, size_t ys,
                         void *pack);
 size_t inf_avx512_qgemm32_pack_bytes(int64_t cols);
-/* Its pack of rows [r0, r1) (r1 - r0 <= INF_X86_GEMM_ROWS), also the AMX
- * Q4_1/Q5_1 tiles': per group of 16 rows (missing rows zeros) and block,
+/* Its pack of rows [r0, r1) (r1 - r0 <= INF_X86_GEMM_ROWS; of a weight
+ * packed at load, whole groups), also the AMX Q4_1/Q5_1 tiles': per group
+ * of 16 rows (missing rows zeros) and block,
  * INF_QB_BLOCK bytes: [8 quads][16 rows][4] int8 values (the B tile of the
  * block), then [16] int32 128 * Σ values, [16] f32 d, [16] f32 m (the
  * min, 0 but for Q4_1/Q5_1); groups nb blocks apart. */
