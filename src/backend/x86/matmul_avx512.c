@@ -1022,10 +1022,12 @@ INLINE void q81_tile(const char *group, const char *act, size_t stride, int64_t 
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(scales)), mw = _mm512_cvtph_ps(_mm256_load_si256(scales + 1));
         _Pragma("GCC unroll 8")
         for (int t = 0; t < NT; t++) {
-            uint16_t ds[2]; /* the block's d and s */
-            memcpy(ds, act + (size_t)t * stride + (size_t)b * xb, sizeof ds);
-            const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[t]), _mm512_mul_ps(dw, _mm512_set1_ps(inf_f16_to_f32(ds[0]))));
-            sum[t] = _mm512_add_ps(sum[t], _mm512_add_ps(p, _mm512_mul_ps(mw, _mm512_set1_ps(inf_f16_to_f32(ds[1])))));
+            int32_t ds; /* the block's d and s, f16 */
+            memcpy(&ds, act + (size_t)t * stride + (size_t)b * xb, sizeof ds);
+            const __m128 dsx = _mm_cvtph_ps(_mm_cvtsi32_si128(ds));
+            const __m512 dx = _mm512_broadcastss_ps(dsx), sx = _mm512_broadcastss_ps(_mm_movehdup_ps(dsx));
+            const __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[t]), _mm512_mul_ps(dw, dx));
+            sum[t] = _mm512_add_ps(sum[t], _mm512_add_ps(p, _mm512_mul_ps(mw, sx)));
         }
     }
     _Pragma("GCC unroll 8")
