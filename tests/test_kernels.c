@@ -635,19 +635,81 @@ static void test_quantize_q8(const isa_ops *s) {
     free(x), free(got0), free(want0);
 }
 
-/* inf_avx512_unpack_q32_group (the AMX gemm's int8 tiles of Q4_0, Q5_0 and
- * IQ4_NL weights packed at load) against the file's blocks: every value
- * (q - 8, q - 16, the IQ4_NL table's) at its place in the Q8_0 layout
- * (x86_kernels.h), every scale as in the file, scale 0 past the rows
- * (their values are any);
- * 17 rows (a full group and one row) of
- * 1, 3 and 4 blocks. */
+/* A Q4_0, Q5_0 or IQ4_NL weight of 17 rows packed at load, unpacked by
+ * inf_avx512_unpack_q32_group (the AMX gemm's int8 tiles), against the
+ * file's blocks: every value (q - 8, q - 16, the IQ4_NL table's) at its
+ * place in the Q8_0 layout (x86_kernels.h), every scale as in the file,
+ * scale 0 past the rows (their values are any). Returns the mismatches. */
+static int unpacked_q32_mismatches(const inf_weight *w, const char *packed) {
+    const inf_dtype type = w->type;
+    const int64_t nb = w->cols / INF_QK;
+    const size_t pbytes = inf_x86_packed_group_bytes(type, w->cols);
+    char *unpacked = alloc_bytes(inf_x86_packed_group_bytes(INF_DTYPE_Q8_0, w->cols));
+    int bad = 0;
+    for (int g = 0; g < 2; g++) {
+        inf_avx512_unpack_q32_group(type, packed + g * pbytes, nb, unpacked);
+        for (int64_t b = 0; b < nb; b++)
+            for (int r = 0; r < 16; r++) {
+                const int row = 16 * g + r;
+                const char *blk = row < w->rows ? (const char *)w->data + (size_t)row * w->row_bytes +
+                                                      (size_t)b * inf_dtype_block_bytes(type)
+                                                : NULL;
+                uint16_t d_want = 0, d_got;
+                if (blk) memcpy(&d_want, blk, 2);
+                memcpy(&d_got, unpacked + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b) + 2 * r, 2);
+                bad += d_got != d_want;
+                for (int i = 0; i < INF_QK && blk; i++) {
+                    int want;
+                    if (type == INF_DTYPE_Q4_0) {
+                        const inf_block_q4_0 *q = (const inf_block_q4_0 *)blk;
+                        want = (i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4) - 8;
+                    } else if (type == INF_DTYPE_IQ4_NL) {
+                        const inf_block_iq4_nl *q = (const inf_block_iq4_nl *)blk;
+                        want = inf_iq4nl_values[i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4];
+                    } else {
+                        const inf_block_q5_0 *q = (const inf_block_q5_0 *)blk;
+                        uint32_t qh;
+                        memcpy(&qh, q->qh, 4);
+                        want = ((i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4) | (int)((qh >> i) & 1) << 4) - 16;
+                    }
+                    const int8_t got = (int8_t)unpacked[inf_x86_q32_quants_at(INF_DTYPE_Q8_0, b) +
+                                                        (size_t)(i / 4) * 64 + (size_t)r * 4 + (size_t)(i % 4)];
+                    if (got != want && bad++ < 3)
+                        TEST_CHECK(false, "row %d block %lld value %d: %d, want %d", row, (long long)b, i, got, want);
+                }
+            }
+    }
+    free(unpacked);
+    return bad;
+}
+
+/* A Q4_1 or Q5_1 weight packed at load, unpacked into the 32-block gemm's
+ * pack (inf_avx512_qgemm32_pack, through inf_avx512_unpack_q81_group: the
+ * AMX Q4_1/Q5_1 tiles' pack), against the same pack of the file's rows:
+ * the same bytes. Returns 1 if they differ. */
+static int unpacked_q81_mismatches(const inf_weight *w, const char *packed) {
+    const size_t bytes = inf_avx512_qgemm32_pack_bytes(w->cols);
+    char *want = alloc_bytes(bytes), *got = alloc_bytes(bytes);
+    memset(want, 0x55, bytes), memset(got, 0x55, bytes);
+    inf_avx512_qgemm32_pack(w, 0, w->rows, want);
+    inf_weight wp = *w;
+    wp.packed = packed;
+    wp.packed_format = INF_X86_PACKED_GROUPS;
+    inf_avx512_qgemm32_pack(&wp, 0, w->rows, got);
+    const int bad = memcmp(got, want, bytes) != 0;
+    TEST_CHECK(!bad, "the pack differs from the file rows' pack");
+    free(want), free(got);
+    return bad;
+}
+
+/* The AMX gemm's unpackers of the 32-block types packed at load, on 17
+ * rows (a full group and one row) of 1, 3 and 4 blocks. */
 static void test_unpack_q32_group(const isa_ops *s) {
     if (s->isa != INF_ISA_AVX512) return;
-    static const inf_dtype types[] = {INF_DTYPE_Q4_0, INF_DTYPE_Q5_0, INF_DTYPE_IQ4_NL};
+    static const inf_dtype types[] = {INF_DTYPE_Q4_0, INF_DTYPE_Q5_0, INF_DTYPE_IQ4_NL, INF_DTYPE_Q4_1, INF_DTYPE_Q5_1};
     static const int64_t blocks_list[] = {1, 3, 4};
     enum { ROWS = 17 };
-    for (size_t ti = 0; ti < 3; ti++)
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (size_t bi = 0; bi < 3; bi++) {
             const inf_dtype type = types[ti];
             const int64_t nb = blocks_list[bi], cols = nb * INF_QK;
@@ -656,77 +718,12 @@ static void test_unpack_q32_group(const isa_ops *s) {
             float *deq = malloc((size_t)(ROWS * cols) * sizeof(float));
             inf_weight w = {.name = "w", .type = type, .rows = ROWS, .cols = cols};
             w.data = make_weight(type, ROWS, cols, &w.row_bytes, deq);
-            const size_t pbytes = inf_x86_packed_group_bytes(type, cols), qbytes = inf_x86_packed_group_bytes(INF_DTYPE_Q8_0, cols);
-            char *packed = alloc_bytes(2 * pbytes), *unpacked = alloc_bytes(qbytes);
+            char *packed = alloc_bytes(inf_avx512_packed_bytes(&w));
             inf_avx512_pack_rows(&w, 0, ROWS, packed);
-            int bad = 0;
-            for (int g = 0; g < 2; g++) {
-                inf_avx512_unpack_q32_group(type, packed + g * pbytes, nb, unpacked);
-                for (int64_t b = 0; b < nb; b++)
-                    for (int r = 0; r < 16; r++) {
-                        const int row = 16 * g + r;
-                        const char *blk = row < ROWS ? (const char *)w.data + (size_t)row * w.row_bytes +
-                                                           (size_t)b * inf_dtype_block_bytes(type)
-                                                     : NULL;
-                        uint16_t d_want = 0, d_got;
-                        if (blk) memcpy(&d_want, blk, 2);
-                        memcpy(&d_got, unpacked + inf_x86_q32_scales_at(INF_DTYPE_Q8_0, b) + 2 * r, 2);
-                        bad += d_got != d_want;
-                        for (int i = 0; i < INF_QK && blk; i++) {
-                            int want;
-                            if (type == INF_DTYPE_Q4_0) {
-                                const inf_block_q4_0 *q = (const inf_block_q4_0 *)blk;
-                                want = (i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4) - 8;
-                            } else if (type == INF_DTYPE_IQ4_NL) {
-                                const inf_block_iq4_nl *q = (const inf_block_iq4_nl *)blk;
-                                want = inf_iq4nl_values[i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4];
-                            } else {
-                                const inf_block_q5_0 *q = (const inf_block_q5_0 *)blk;
-                                uint32_t qh;
-                                memcpy(&qh, q->qh, 4);
-                                want = ((i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4) | (int)((qh >> i) & 1) << 4) - 16;
-                            }
-                            const int8_t got = (int8_t)unpacked[inf_x86_q32_quants_at(INF_DTYPE_Q8_0, b) +
-                                                                (size_t)(i / 4) * 64 + (size_t)r * 4 + (size_t)(i % 4)];
-                            if (got != want && bad++ < 3)
-                                TEST_CHECK(false, "row %d block %lld value %d: %d, want %d", row, (long long)b, i, got, want);
-                        }
-                    }
-            }
+            const bool q81 = inf_quant_act_type(type) == INF_ACT_Q8_1;
+            const int bad = q81 ? unpacked_q81_mismatches(&w, packed) : unpacked_q32_mismatches(&w, packed);
             TEST_CHECK(bad == 0, "%d values or scales differ", bad);
-            free(deq), free((void *)w.data), free(packed), free(unpacked);
-        }
-}
-
-/* inf_avx512_qgemm32_pack of Q4_1 and Q5_1 weights packed at load (the
- * AMX Q4_1/Q5_1 tiles' pack, through inf_avx512_unpack_q81_group) against
- * the same pack of the file's rows: the same bytes, for 17 rows (a full
- * group and one row, the rest zeros) of 1, 3 and 4 blocks. */
-static void test_unpack_q81_group(const isa_ops *s) {
-    if (s->isa != INF_ISA_AVX512) return;
-    static const inf_dtype types[] = {INF_DTYPE_Q4_1, INF_DTYPE_Q5_1};
-    static const int64_t blocks_list[] = {1, 3, 4};
-    enum { ROWS = 17 };
-    for (size_t ti = 0; ti < 2; ti++)
-        for (size_t bi = 0; bi < 3; bi++) {
-            const inf_dtype type = types[ti];
-            const int64_t nb = blocks_list[bi], cols = nb * INF_QK;
-            char label[160];
-            begin(label, sizeof label, s, "unpack_q81_group %s blocks=%lld", inf_dtype_name(type), (long long)nb);
-            float *deq = malloc((size_t)(ROWS * cols) * sizeof(float));
-            inf_weight w = {.name = "w", .type = type, .rows = ROWS, .cols = cols};
-            w.data = make_weight(type, ROWS, cols, &w.row_bytes, deq);
-            const size_t bytes = inf_avx512_qgemm32_pack_bytes(cols);
-            char *want = alloc_bytes(bytes), *got = alloc_bytes(bytes);
-            memset(want, 0x55, bytes), memset(got, 0x55, bytes);
-            inf_avx512_qgemm32_pack(&w, 0, ROWS, want);
-            inf_weight wp = w;
-            wp.packed = alloc_bytes(inf_avx512_packed_bytes(&w));
-            wp.packed_format = INF_X86_PACKED_GROUPS;
-            inf_avx512_pack_rows(&w, 0, ROWS, (void *)wp.packed);
-            inf_avx512_qgemm32_pack(&wp, 0, ROWS, got);
-            TEST_CHECK(memcmp(got, want, bytes) == 0, "the pack differs from the file rows' pack");
-            free(deq), free((void *)w.data), free((void *)wp.packed), free(want), free(got);
+            free(deq), free((void *)w.data), free(packed);
         }
 }
 
@@ -1732,7 +1729,6 @@ int main(int argc, char **argv) {
 #if defined(__x86_64__)
                 test_quantize_q8(&s);
                 test_unpack_q32_group(&s);
-                test_unpack_q81_group(&s);
                 test_unpack_packed_kquant(&s);
                 test_amx_quant_tiles(&s);
 #endif
