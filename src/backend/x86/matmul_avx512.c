@@ -1112,13 +1112,14 @@ void inf_avx512_gemm(const inf_weight *w, const inf_act *a, int64_t r0, int64_t 
             inf_avx512_gemm(w, a, r, INF_MIN(r1, r + INF_X86_GEMM_ROWS), y, y_stride, pack);
         return;
     }
-    /* the activations' bytes per token: Q8_0's tiles (the Q8_0-dot types
-     * packed at load), or Q4_1's and Q5_1's rows of Q8_1 blocks */
-    const bool rows_q81 = inf_quant_act_type(w->type) == INF_ACT_Q8_1;
+    const bool rows_q81 = inf_quant_act_type(w->type) == INF_ACT_Q8_1; /* Q4_1, Q5_1 packed at load */
     if (rows_q81 && a->n >= Q81_UNPACK_MIN_TOKENS) { /* the panel unpacked into the 32-block gemm's pack */
         inf_avx512_qgemm32(w, a, r0, r1, y, y_stride, pack);
         return;
     }
+    /* the activations' bytes per token: Q8_0's tiles (the Q8_0-dot types
+     * packed at load), Q4_1's and Q5_1's rows of Q8_1 blocks, or the
+     * unpacked types' tiles */
     const size_t tb = rows_q81 ? inf_act_row_bytes_quant(w->type, w->cols)
                                : token_bytes(packed ? INF_DTYPE_Q8_0 : w->type, w->cols);
     const size_t gbytes = packed ? inf_x86_packed_group_bytes(w->type, w->cols) : round64(group_bytes(w->type, w->cols));
