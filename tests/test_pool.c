@@ -103,9 +103,9 @@ static bool count_step(void *ctx, int thread, int step) {
 /* Steps j's workers (not the caller) have run. */
 static int worker_steps(step_job *j) { return atomic_load(&j->steps) - atomic_load(&j->caller_steps); }
 
-/* Whether j's workers run more than `before` steps within about 2 s. */
-static bool workers_step(step_job *j, int before) {
-    for (int i = 0; i < 2000 && worker_steps(j) == before; i++) sleep_ms(1);
+/* Whether j's workers run more than `before` steps within about ms. */
+static bool workers_step(step_job *j, int before, int ms) {
+    for (int i = 0; i < ms && worker_steps(j) == before; i++) sleep_ms(1);
     return worker_steps(j) > before;
 }
 
@@ -131,10 +131,21 @@ static void run_idle_jobs(int n_threads) {
     if (n_threads == 1) {
         TEST_CHECK(atomic_load(&endless.steps) == 0 && atomic_load(&limited.steps) == 0,
                    "one thread: no idle work runs");
-    } else { /* a worker spinning after the last job takes the next idle work */
-        const int before = worker_steps(&endless);
-        inf_pool_idle(p, count_step, &endless);
-        TEST_CHECK(workers_step(&endless, before), "idle work posted to spinning workers ran");
+    } else {
+        /* a worker spinning after a job takes the next idle work (a
+         * sleeping one does not). The worker spins about a millisecond; a
+         * caller descheduled longer between the job and the idle work (a
+         * loaded machine, ThreadSanitizer) finds it asleep, so a few tries */
+        bool ran = false;
+        for (int attempt = 0; attempt < 20 && !ran; attempt++) {
+            const int before = worker_steps(&endless);
+            for (int t = 0; t < N_TASKS; t++) atomic_init(&hits[t], 0);
+            job j = {hits, out, n_threads - 1, 0};
+            inf_pool_run(p, N_TASKS, count_task, &j);
+            inf_pool_idle(p, count_step, &endless);
+            ran = workers_step(&endless, before, 100);
+        }
+        TEST_CHECK(ran, "idle work posted to spinning workers ran");
     }
     TEST_CHECK(atomic_load(&endless.bad) == 0 && atomic_load(&limited.bad) == 0,
                "idle steps ran on the caller's thread or past their limit");
@@ -175,7 +186,7 @@ static void run_then_jobs(int n_threads) {
         job j = {two, out, n_threads - 1, 0};
         const int before = worker_steps(&endless);
         inf_pool_run_then(p, 2, count_task, &j, count_step, &endless);
-        TEST_CHECK(workers_step(&endless, before), "then steps ran on the workers");
+        TEST_CHECK(workers_step(&endless, before, 2000), "then steps ran on the workers");
     }
     TEST_CHECK(atomic_load(&endless.bad) == 0 && atomic_load(&limited.bad) == 0,
                "then steps ran on a thread out of range or past their limit");
