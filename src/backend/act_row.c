@@ -33,19 +33,23 @@ void inf_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, void *r
     inf_quant_act_row(type, x, cols, row);
 }
 
-void inf_act_prepare_quant_rows(inf_dtype type, const float *x, int64_t cols, int t0, int t1, void *buf, bool flip) {
+void inf_act_prepare_quant_rows(inf_dtype type, const float *x, int64_t cols, int t0, int t1, void *buf, bool flip,
+                                inf_act_row_fn prepare_row) {
     const size_t stride = inf_act_row_bytes_quant(type, cols);
     const bool q81 = inf_quant_act_type(type) == INF_ACT_Q8_1;
     const size_t xb = q81 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
     const size_t xq_at = q81 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
     for (int t = t0; t < t1; t++) {
         char *row = (char *)buf + (size_t)t * stride;
-        inf_act_prepare_quant(type, x + (size_t)t * cols, cols, row);
+        prepare_row(type, x + (size_t)t * cols, cols, row);
         if (!flip) continue;
-        for (int64_t b = 0; b < cols / INF_QK; b++) {
-            uint8_t *q = (uint8_t *)(row + (size_t)b * xb + xq_at);
-            for (int i = 0; i < INF_QK; i++) q[i] ^= 0x80;
-        }
+        for (int64_t b = 0; b < cols / INF_QK; b++) /* 8 quants a step */
+            for (int i = 0; i < INF_QK; i += 8) {
+                uint64_t q;
+                memcpy(&q, row + (size_t)b * xb + xq_at + i, 8);
+                q ^= 0x8080808080808080u;
+                memcpy(row + (size_t)b * xb + xq_at + i, &q, 8);
+            }
     }
 }
 

@@ -193,10 +193,14 @@ void inf_act_prepare_common(inf_dtype type, const float *x, int64_t cols, void *
 /* The block types' activation rows, as every ISA lays them out. */
 size_t inf_act_row_bytes_quant(inf_dtype type, int64_t cols);
 void inf_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, void *row);
-/* Tokens [t0, t1) of x[][cols] as such rows, token t at t * the row bytes
- * of buf; flip: each 32-block's quants then flipped to q ^ 0x80 (= q + 128
- * as unsigned), the operand the x86 gemms of the 32-block types broadcast. */
-void inf_act_prepare_quant_rows(inf_dtype type, const float *x, int64_t cols, int t0, int t1, void *buf, bool flip);
+/* Tokens [t0, t1) of x[][cols] as such rows, each made by prepare_row
+ * (inf_act_prepare_quant or an ISA's own, the same bytes), token t at t *
+ * the row bytes of buf; flip: each 32-block's quants then flipped to q ^
+ * 0x80 (= q + 128 as unsigned), the operand the x86 gemms of the 32-block
+ * types broadcast. */
+typedef void (*inf_act_row_fn)(inf_dtype type, const float *x, int64_t cols, void *row);
+void inf_act_prepare_quant_rows(inf_dtype type, const float *x, int64_t cols, int t0, int t1, void *buf, bool flip,
+                                inf_act_row_fn prepare_row);
 
 /* rows[i] = the address of the cached row of (position p0 + i, KV head h),
  * for i < n. The block table is read once per run of consecutive positions

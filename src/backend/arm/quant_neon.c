@@ -19,8 +19,7 @@ size_t inf_neon_qgemm_pack_bytes(inf_dtype type, int64_t cols) {
 
 void inf_neon_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
     (void)n;
-    const size_t stride = inf_act_row_bytes_quant(type, cols);
-    for (int t = t0; t < t1; t++) inf_act_prepare_quant(type, x + (size_t)t * cols, cols, (char *)buf + (size_t)t * stride);
+    inf_act_prepare_quant_rows(type, x, cols, t0, t1, buf, false, inf_act_prepare_quant);
 }
 
 static int32x4_t dot16_mull(int32x4_t acc, int8x16_t w, int8x16_t x) {

@@ -555,7 +555,7 @@ static bool flips_act(inf_dtype type) { return inf_dtype_block_elems(type) == IN
 
 void inf_avx2_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
     (void)n;
-    inf_act_prepare_quant_rows(type, x, cols, t0, t1, buf, flips_act(type));
+    inf_act_prepare_quant_rows(type, x, cols, t0, t1, buf, flips_act(type), inf_act_prepare_quant);
 }
 
 /* Rows [r, r + nr) of 32-block b packed into dst (QB_BLOCK bytes; missing

@@ -569,19 +569,8 @@ void inf_avx512_act_prepare_quant(inf_dtype type, const float *x, int64_t cols, 
  * broadcasts (see qgemm32_tile). */
 void inf_avx512_qgemm_prepare(inf_dtype type, const float *x, int64_t cols, int n, int t0, int t1, void *buf) {
     (void)n;
-    const size_t stride = inf_act_row_bytes_quant(type, cols);
-    const bool q81 = inf_quant_act_type(type) == INF_ACT_Q8_1;
-    const size_t xb = q81 ? sizeof(inf_block_q8_1) : sizeof(inf_block_q8_0);
-    const size_t xq_at = q81 ? offsetof(inf_block_q8_1, qs) : offsetof(inf_block_q8_0, q);
-    for (int t = t0; t < t1; t++) {
-        char *row = (char *)buf + (size_t)t * stride;
-        inf_avx512_act_prepare_quant(type, x + (size_t)t * (size_t)cols, cols, row);
-        if (inf_dtype_block_elems(type) != INF_QK) continue;
-        for (int64_t b = 0; b < cols / INF_QK; b++) {
-            __m256i *q = (__m256i *)(row + (size_t)b * xb + xq_at);
-            _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8((char)0x80)));
-        }
-    }
+    inf_act_prepare_quant_rows(type, x, cols, t0, t1, buf, inf_dtype_block_elems(type) == INF_QK,
+                               inf_avx512_act_prepare_quant);
 }
 
 /* One super-block of one row: the codes in element order, and the scale,
