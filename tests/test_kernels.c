@@ -273,7 +273,7 @@ static void test_matmul_rows(const isa_ops *s, inf_dtype type, int64_t rows, int
         }
     TEST_CHECK(reported == 0, "%d outputs over budget", reported);
     /* the same weight packed at load (ops.h weight_pack; the x86 ISAs with
-     * AVX-512 pack Q8_0, Q4_0, Q5_0, IQ4_NL and the super-block types):
+     * AVX-512 pack Q8_0 and every GGUF block type):
      * ref.c's bits, decode rows too */
     const inf_ops *ops0 = s->ops[0];
     const size_t packed_bytes = ops0->weight_pack ? ops0->weight_packed_bytes(ops0, &c.w) : 0;

@@ -446,8 +446,8 @@ static void cpu_stream_report(const inf_ops *self, char *buf, size_t n) {
 }
 
 /* Whether w was packed at load for this ISA's gemm (kernels.h pack_rows):
- * then every product of it runs there (the 32-block types on activations
- * prepared as Q8_0's, the super-block types on their own). */
+ * then every product of it runs there (the 32-block types that dot with
+ * Q8_0 on activations prepared as Q8_0's, the others on their own). */
 static bool packed_here(const cpu_backend *c, const inf_weight *w) {
     return w->packed && c->k && c->k->packed_format && w->packed_format == c->k->packed_format;
 }

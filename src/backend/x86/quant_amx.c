@@ -25,8 +25,8 @@
  * [64 quads][16 rows][4] int8 (the B tile of a 64-element step is 1 KiB
  * of it), then d and dmin [16] f32: 12.1 KiB with mins, 8.1 without; a
  * task of 64 rows x 3072 columns packs 582 KiB (the avx512 gemm 294).
- * Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS packed at load (x86_kernels.h) are unpacked from their groups instead
- * of the file's rows. Activations: the avx512 gemm's Q8_K rows
+ * The super-block types packed at load (x86_kernels.h) are unpacked from
+ * their groups instead of the file's rows. Activations: the avx512 gemm's Q8_K rows
  * (inf_act_prepare_quant), A tile rows read straight from them.
  *
  * Q4_1, Q5_1 (x Q8_1): ref.c sums sum += (d_w * d_x) * (float)isum +

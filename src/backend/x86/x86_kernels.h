@@ -166,12 +166,7 @@ enum {
     INF_X86_Q2K_CODES = 256,
     INF_X86_Q2K_BLOCK = INF_X86_Q2K_CODES + 1024, /* 1280 */
 };
-static inline bool inf_x86_packs(inf_dtype type) {
-    return type == INF_DTYPE_Q8_0 || type == INF_DTYPE_Q4_0 || type == INF_DTYPE_Q4_1 || type == INF_DTYPE_Q5_0 ||
-           type == INF_DTYPE_Q5_1 || type == INF_DTYPE_IQ4_NL ||
-           type == INF_DTYPE_Q2_K || type == INF_DTYPE_Q3_K || type == INF_DTYPE_Q4_K || type == INF_DTYPE_Q5_K ||
-           type == INF_DTYPE_Q6_K || type == INF_DTYPE_IQ4_XS;
-}
+static inline bool inf_x86_packs(inf_dtype type) { return type == INF_DTYPE_Q8_0 || inf_dtype_is_quant(type); }
 enum { INF_X86_Q5_0_MASKS = 256 }; /* where a packed Q5_0 (Q5_1) block's fifth-bit masks follow its units */
 static inline size_t inf_x86_packed_quants_block(inf_dtype type) {
     return type == INF_DTYPE_Q8_0                                ? 512
