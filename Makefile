@@ -9,6 +9,7 @@
 #   make build/attn_bench decode attention, contiguous vs paged KV (bench/attn_bench.c)
 #   make build/decode_ceiling  a model's decode against reads of its bytes (bench/decode_ceiling.c)
 #   make build/fresh_kv   decode over new cache positions against the same again (bench/fresh_kv.c)
+#   sh scripts/kernel-ab.sh REV MODEL  the AVX-512 decode kernels against REV's, in one process (bench/kernel_ab.c)
 #   make build/gguf_to_hf a synthetic GGUF as a Hugging Face directory (scripts/synth-hf.sh)
 #   make build/gguf_split a GGUF split as llama.cpp's gguf-split does (bench/gguf_split.c)
 #   make CC=aarch64-linux-gnu-gcc BUILD=build-arm64 kernel-tests
