@@ -176,6 +176,10 @@ typedef struct thread_tmp {
     size_t bytes;
 } thread_tmp;
 
+/* Weight types with a stream tuner each: every inf_dtype. */
+enum { STREAM_TYPES = 32 };
+_Static_assert((int)INF_DTYPE_BF16 < (int)STREAM_TYPES, "a stream tuner per inf_dtype");
+
 typedef struct cpu_backend {
     inf_ops ops; /* first: the `self` every op receives */
     const inf_ops *ref;
@@ -196,7 +200,9 @@ typedef struct cpu_backend {
     size_t rope_cap;    /* tokens */
     int rope_n_tok, rope_head_dim;
     inf_rope rope;      /* the frequencies it was computed with */
-    stream_tuner tuner; /* the packed kernels' prefetch hint (hints < 2: none to choose) */
+    /* the packed kernels' prefetch hint, one choice per weight type
+     * (inf_dtype, below STREAM_TYPES; hints < 2: none to choose) */
+    stream_tuner tuners[STREAM_TYPES];
 } cpu_backend;
 
 /* The backend came from inf_ops_cpu_new (non-const storage). */
@@ -416,33 +422,55 @@ static int64_t range_align(const cpu_backend *c, int n) {
 
 enum { STREAM_TUNE_MAX_TOKENS = 16 }; /* decode-sized products: the stream is their cost */
 
-/* run_ranges over a product of packed weights, `rows` of row_bytes. A
- * decode-sized one runs with the stream tuner's hint and is timed for it
- * (stream_tuner.h); a longer prompt's runs with the hint last chosen. */
-static void run_packed(cpu_backend *c, int n, int64_t rows, size_t row_bytes, range_fn fn, void *ctx, double work,
-                       ahead_job *then) {
-    if (c->tuner.hints < 2 || n > STREAM_TUNE_MAX_TOKENS) {
+/* run_ranges over a product of packed weights of `type`, `rows` of
+ * row_bytes. A decode-sized one runs with its type's stream tuner's hint
+ * and is timed for it (stream_tuner.h); a longer prompt's runs with the
+ * hint last chosen. Each type has a tuner of its own: their kernels do
+ * different work per byte, and on the Zen 5 VM their better hints
+ * differed (2026-12-08, a token's layer products alternating L2 and NTA
+ * pass by pass in one process: Q6_K read 6-14% faster with NTA in three
+ * runs of three, Q8_0 2-7% faster with L2, Q4_K level). 0.6B decode after
+ * 17, one process alternating token by token against one tuner for all
+ * types (1200 tokens a run): Q4_0 +1.2%, +1.3%, +2.1% (its Q6_K head
+ * kept NTA while its Q4_0 layers changed hints), Q4_K_M +0.9%, +1.6%,
+ * +2.0%, Q5_K_M +0.3%; IQ4_XS, Q8_0 and Q6_K (one type, or two that chose
+ * alike) level. */
+static void run_packed(cpu_backend *c, inf_dtype type, int n, int64_t rows, size_t row_bytes, range_fn fn, void *ctx,
+                       double work, ahead_job *then) {
+    stream_tuner *t = &c->tuners[(unsigned)type < STREAM_TYPES ? type : 0];
+    if (t->hints < 2 || n > STREAM_TUNE_MAX_TOKENS) {
         run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work, then);
         return;
     }
-    c->k->stream_hint_set(stream_tuner_hint(&c->tuner));
+    c->k->stream_hint_set(stream_tuner_hint(t));
     const double start = inf_monotonic_s();
     run_ranges(c, rows, row_bytes, range_align(c, n), fn, ctx, work, then);
-    stream_tuner_record(&c->tuner, (double)rows * (double)row_bytes, inf_monotonic_s() - start);
+    stream_tuner_record(t, (double)rows * (double)row_bytes, inf_monotonic_s() - start);
 }
 
-/* inf_ops.stream_report: "weight prefetch NTA (trials won: L2 1, NTA 6)". */
+/* inf_ops.stream_report, each type whose products ran tuned: "weight prefetch
+ * q4_0 L2 (trials won: L2 3, NTA 1), q6_k NTA (trials won: L2 0, NTA 2)". */
 static void cpu_stream_report(const inf_ops *self, char *buf, size_t n) {
     const cpu_backend *c = cpu_of(self);
-    const stream_tuner *t = &c->tuner;
     if (n == 0) return;
     buf[0] = 0;
-    if (t->hints < 2 || !c->k->stream_hint_names) return;
-    size_t used = (size_t)snprintf(buf, n, "weight prefetch %s (trials won:", c->k->stream_hint_names[t->best]);
-    for (int h = 0; h < t->hints && used < n; h++)
-        used += (size_t)snprintf(buf + used, n - used, "%s %s %lld", h ? "," : "", c->k->stream_hint_names[h],
-                                 (long long)t->wins[h]);
-    if (used < n) snprintf(buf + used, n - used, ")");
+    if (c->tuners[0].hints < 2 || !c->k->stream_hint_names) return;
+    size_t used = (size_t)snprintf(buf, n, "weight prefetch");
+    bool first = true;
+    for (int type = 0; type < STREAM_TYPES && used < n; type++) {
+        const stream_tuner *t = &c->tuners[type];
+        int64_t runs = t->trials; /* whether products of this type ran tuned */
+        for (int h = 0; h < t->hints; h++) runs += t->trial_products[h];
+        if (runs == 0) continue;
+        used += (size_t)snprintf(buf + used, n - used, "%s %s %s (trials won:", first ? "" : ",",
+                                 inf_dtype_name((inf_dtype)type), c->k->stream_hint_names[t->best]);
+        for (int h = 0; h < t->hints && used < n; h++)
+            used += (size_t)snprintf(buf + used, n - used, "%s %s %lld", h ? "," : "", c->k->stream_hint_names[h],
+                                     (long long)t->wins[h]);
+        if (used < n) used += (size_t)snprintf(buf + used, n - used, ")");
+        first = false;
+    }
+    if (first) buf[0] = 0; /* no product ran tuned */
 }
 
 /* Whether w was packed at load for this ISA's gemm (kernels.h pack_rows):
@@ -534,7 +562,7 @@ static void matmul_rows(cpu_backend *c, const inf_weight *w, const float *x, int
     prepare_act(&j);
 
     if (packed) {
-        run_packed(c, n, w->rows, w->row_bytes, packed_rows, &j, work, ahead_after(c, w, n));
+        run_packed(c, w->type, n, w->rows, w->row_bytes, packed_rows, &j, work, ahead_after(c, w, n));
         return;
     }
     if (j.gemm) {
@@ -645,7 +673,8 @@ static void cpu_matmul_group(const inf_ops *self, const inf_weight *const *w, in
     for (int i = 0; i < count; i++) j.total_rows += w[i]->rows;
     const double work = (double)j.total_rows * (double)w[0]->cols * n;
     /* group_shared: every weight of the group has w[0]'s row_bytes */
-    if (packed) run_packed(c, n, j.total_rows, w[0]->row_bytes, gemm_group_rows, &j, work, ahead_after(c, w[0], n));
+    if (packed)
+        run_packed(c, w[0]->type, n, j.total_rows, w[0]->row_bytes, gemm_group_rows, &j, work, ahead_after(c, w[0], n));
     else run_ranges(c, j.total_rows, w[0]->row_bytes, 16, matvec_group_rows, &j, work, ahead_after(c, w[0], n));
 }
 
@@ -1423,10 +1452,9 @@ inf_status inf_ops_cpu_new(inf_isa isa, int n_threads, inf_ops **out, inf_error 
     c->ahead_jobs[0] = (ahead_job){c, 0};
     c->ahead_jobs[1] = (ahead_job){c, 1};
     c->ahead_next = calloc(AHEAD_NEXT_SLOTS, sizeof *c->ahead_next);
-    if (c->k && c->k->stream_hints > 1 && c->k->stream_hint_set && c->k->stream_hint_initial)
-        stream_tuner_init(&c->tuner, c->k->stream_hints, c->k->stream_hint_initial());
-    else
-        stream_tuner_init(&c->tuner, 1, 0);
+    const bool tuned = c->k && c->k->stream_hints > 1 && c->k->stream_hint_set && c->k->stream_hint_initial;
+    for (int type = 0; type < STREAM_TYPES; type++)
+        stream_tuner_init(&c->tuners[type], tuned ? c->k->stream_hints : 1, tuned ? c->k->stream_hint_initial() : 0);
     if (!c->pool || !c->tmp || !c->slots || !c->ahead || !c->ahead_next) {
         inf_ops_cpu_free(&c->ops);
         return inf_errorf(err, INF_ERR_NOMEM, "out of memory for %d threads", n_threads);

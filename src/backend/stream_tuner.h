@@ -17,8 +17,9 @@
  * hint whose products read more bytes a second wins and runs alone for
  * STREAM_EXPLOIT_FACTOR times the trial's bytes; then the next trial.
  *
- * Not thread-safe: one per backend, used by the thread that dispatches
- * its products (the engine thread).
+ * Not thread-safe: the CPU backend keeps one per weight type (cpu.c
+ * run_packed), used by the thread that dispatches its products (the
+ * engine thread).
  */
 #ifndef INF_BACKEND_STREAM_TUNER_H
 #define INF_BACKEND_STREAM_TUNER_H

@@ -455,7 +455,7 @@ void inf_ops_trace_print(const inf_ops *traced, FILE *out) {
     fprintf(out, "%-*s %9llu %11.3f %6.1f%%\n", TRACE_LABEL_WIDTH, "total", (unsigned long long)total_calls,
             (double)total_ns / 1e6, total_ns ? 100.0 : 0.0);
     if (tr->inner->stream_report) {
-        char line[160] = "";
+        char line[512] = "";
         tr->inner->stream_report(tr->inner, line, sizeof line);
         if (line[0]) fprintf(out, "%s\n", line);
     }

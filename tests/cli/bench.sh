@@ -76,7 +76,8 @@ check "table: peak RSS" 'grep -q "peak RSS" "$tmp/table"'
 "$INFERNO" bench -m "$MODEL" -t 2 -p 5 -n 2 -d 3 -r 1 --bw-mib 0 --trace >"$tmp/trace" 2>&1
 check "--trace: the op table" 'grep -q "^op trace, backend " "$tmp/trace" && grep -q "^matmul " "$tmp/trace"'
 if grep -q "^op trace, backend avx512" "$tmp/trace"; then
-    check "--trace: the weight prefetch hint" 'grep -q "^weight prefetch \(NTA\|L2\) (trials won: L2 [0-9]*, NTA [0-9]*)$" "$tmp/trace"'
+    # one entry per weight type that ran tuned: "q8_0 NTA (trials won: L2 0, NTA 0)"
+    check "--trace: the weight prefetch hint" 'grep -q "^weight prefetch [a-z0-9_]* \(NTA\|L2\) (trials won: L2 [0-9]*, NTA [0-9]*)\(, [a-z0-9_]* \(NTA\|L2\) (trials won: L2 [0-9]*, NTA [0-9]*)\)*$" "$tmp/trace"'
 fi
 INFERNO_ISA=ref "$INFERNO" bench -m "$MODEL" -t 2 -p 5 -n 2 -d 3 -r 1 --bw-mib 0 --trace >"$tmp/trace" 2>&1
 check "--trace, ref: no prefetch line" '! grep -q "^weight prefetch" "$tmp/trace"'
