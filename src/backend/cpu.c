@@ -454,14 +454,12 @@ static void cpu_stream_report(const inf_ops *self, char *buf, size_t n) {
     const cpu_backend *c = cpu_of(self);
     if (n == 0) return;
     buf[0] = 0;
-    if (c->tuners[0].hints < 2 || !c->k->stream_hint_names) return;
+    if (c->tuners[0].hints < 2 || !c->k->stream_hint_names) return; /* every type's tuner has the same hints */
     size_t used = (size_t)snprintf(buf, n, "weight prefetch");
     bool first = true;
     for (int type = 0; type < STREAM_TYPES && used < n; type++) {
         const stream_tuner *t = &c->tuners[type];
-        int64_t runs = t->trials; /* whether products of this type ran tuned */
-        for (int h = 0; h < t->hints; h++) runs += t->trial_products[h];
-        if (runs == 0) continue;
+        if (!stream_tuner_ran(t)) continue;
         used += (size_t)snprintf(buf + used, n - used, "%s %s %s (trials won:", first ? "" : ",",
                                  inf_dtype_name((inf_dtype)type), c->k->stream_hint_names[t->best]);
         for (int h = 0; h < t->hints && used < n; h++)

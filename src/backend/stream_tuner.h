@@ -24,6 +24,7 @@
 #ifndef INF_BACKEND_STREAM_TUNER_H
 #define INF_BACKEND_STREAM_TUNER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum {
@@ -53,5 +54,12 @@ static inline int stream_tuner_hint(const stream_tuner *t) { return t->next; }
 
 /* A product that ran with stream_tuner_hint() read `bytes` in `seconds`. */
 void stream_tuner_record(stream_tuner *t, double bytes, double seconds);
+
+/* Whether any product has been recorded (a trial finished, or one under way). */
+static inline bool stream_tuner_ran(const stream_tuner *t) {
+    int64_t runs = t->trials;
+    for (int h = 0; h < t->hints; h++) runs += t->trial_products[h];
+    return runs > 0;
+}
 
 #endif
